@@ -1,0 +1,103 @@
+"""One module of names, shared by the metrics code, the rule generator and the operator.
+
+Metric names, label names, recording-rule names, alert names and annotation keys are public
+contracts (``DESIGN.md`` contracts 1, 3 and 4): users' dashboards and alert routes depend on
+them. Both sides import them from here so that they can never drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "route_monitor_"
+
+# --- Contract 3: metrics exported by the probe engine ------------------------------------
+PROBES_TOTAL: Final = "route_monitor_probes_total"
+PROBE_FAILURES_TOTAL: Final = "route_monitor_probe_failures_total"
+PROBE_DURATION_SECONDS: Final = "route_monitor_probe_duration_seconds"
+PROBE_SUCCESS: Final = "route_monitor_probe_success"
+TLS_CERT_EXPIRY: Final = "route_monitor_tls_certificate_expiry_timestamp_seconds"
+TARGET_INFO: Final = "route_monitor_target_info"
+
+# operator / engine health (same prefix)
+MONITORS: Final = "route_monitor_monitors"
+RECONCILE_ERRORS_TOTAL: Final = "route_monitor_reconcile_errors_total"
+SCHEDULE_LAG_SECONDS: Final = "route_monitor_probe_schedule_lag_seconds"
+EVENT_LOOP_LAG_SECONDS: Final = "route_monitor_event_loop_lag_seconds"
+PROBES_IN_FLIGHT: Final = "route_monitor_probes_in_flight"
+PROBES_SKIPPED_TOTAL: Final = "route_monitor_probes_skipped_total"
+
+# labels
+LABEL_NAMESPACE: Final = "namespace"
+LABEL_MONITOR: Final = "monitor"
+LABEL_RESULT: Final = "result"
+LABEL_REASON: Final = "reason"
+LABEL_URL: Final = "url"
+LABEL_KIND: Final = "kind"
+LABEL_NAME: Final = "name"
+LABEL_STATE: Final = "state"
+IDENTITY_LABELS: Final = (LABEL_NAMESPACE, LABEL_MONITOR)
+
+RESULT_SUCCESS: Final = "success"
+RESULT_FAILURE: Final = "failure"
+
+# --- Contract 4: alerts --------------------------------------------------------------------
+ALERT_ERROR_BUDGET_BURN: Final = "RouteMonitorErrorBudgetBurn"
+ALERT_LATENCY_BUDGET_BURN: Final = "RouteMonitorLatencyBudgetBurn"
+ALERT_PROBES_ABSENT: Final = "RouteMonitorProbesAbsent"
+ALERT_CERTIFICATE_EXPIRY: Final = "RouteMonitorCertificateExpiry"
+
+LABEL_SEVERITY: Final = "severity"
+LABEL_LONG: Final = "long"
+LABEL_SHORT: Final = "short"
+SEVERITY_CRITICAL: Final = "critical"
+SEVERITY_WARNING: Final = "warning"
+
+ANNOTATION_SUMMARY: Final = "summary"
+ANNOTATION_DESCRIPTION: Final = "description"
+ANNOTATION_RUNBOOK_URL: Final = "runbook_url"
+
+# --- Contract 1: opt-in annotations on Routes and Services -----------------------------------
+ANNOTATION_PREFIX: Final = "routemonitor.io/"
+ANN_SLO: Final = "routemonitor.io/slo"
+ANN_PATH: Final = "routemonitor.io/path"
+ANN_INTERVAL: Final = "routemonitor.io/interval"
+ANN_LATENCY_THRESHOLD: Final = "routemonitor.io/latency-threshold"
+ANN_LATENCY_SLO: Final = "routemonitor.io/latency-slo"
+ANN_PORT: Final = "routemonitor.io/port"
+LABEL_GENERATED_FROM: Final = "routemonitor.io/generated-from"
+
+# --- Contract 2: the RouteMonitor resource -------------------------------------------------
+GROUP: Final = "routemonitor.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = "routemonitor.io/v1alpha1"
+KIND: Final = "RouteMonitor"
+PLURAL: Final = "routemonitors"
+FIELD_MANAGER: Final = "route-monitor"
+
+DEFAULT_RUNBOOK_BASE: Final = "https://github.com/route-monitor/route-monitor/blob/main/docs/runbooks.md"
+
+
+def slug(name: str) -> str:
+    """``RouteMonitorErrorBudgetBurn`` -> ``routemonitorerrorbudgetburn`` (runbook anchors)."""
+    return name.lower()
+
+
+# --- Contract 4: recording rules (level:metric:operations), aggregated by (namespace, monitor) --
+RECORD_LEVEL: Final = "namespace_monitor"
+
+
+def error_ratio_record(window: str) -> str:
+    """Failed / all probes over ``window`` (e.g. ``5m``): the availability SLI's error ratio."""
+    return f"{RECORD_LEVEL}:{PREFIX}probe_errors:ratio_rate{window}"
+
+
+def slow_ratio_record(window: str) -> str:
+    """Probes slower than the latency threshold (or failed) / all probes over ``window``."""
+    return f"{RECORD_LEVEL}:{PREFIX}probe_slow:ratio_rate{window}"
+
+
+SLO_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_objective:ratio"
+"""The availability objective as a ratio (0.999), one series per monitor (for dashboards)."""
+LATENCY_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}latency_objective:ratio"
+SLO_PERIOD_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_period:seconds"

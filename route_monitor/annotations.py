@@ -1,0 +1,89 @@
+"""Contract 1: an annotated Route or Service becomes a RouteMonitor manifest.
+
+``monitor_manifest`` is pure: it turns the object's annotations into the RouteMonitor that the
+operator applies (owned by the object) and that ``standalone`` monitors directly. A bad value
+raises :class:`InvalidSpec` whose ``field`` names the annotation, never a spec path the user
+did not write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from alert_rules import names
+from alert_rules.model import InvalidSpec
+from route_monitor.spec import MonitorSpec, parse_routemonitor
+
+SourceKind = Literal["route", "service"]
+
+# spec field path -> annotation that sets it (for error messages)
+_FIELD_TO_ANNOTATION = {
+    "spec.slo.availability": names.ANN_SLO,
+    "spec.path": names.ANN_PATH,
+    "spec.probe.interval": names.ANN_INTERVAL,
+    "spec.probe.timeout": names.ANN_INTERVAL,
+    "spec.slo.latency.threshold": names.ANN_LATENCY_THRESHOLD,
+    "spec.slo.latency.objective": names.ANN_LATENCY_SLO,
+    "spec.target.service.port": names.ANN_PORT,
+}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def is_opted_in(obj: Mapping[str, Any]) -> bool:
+    return names.ANN_SLO in annotations_of(obj)
+
+
+def _ann_error(annotation: str, value: object, reason: str) -> InvalidSpec:
+    return InvalidSpec(f"metadata.annotations[{annotation}]", value, reason)
+
+
+def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]:
+    """The RouteMonitor manifest for an annotated Route/Service (without ownerReferences)."""
+    meta = obj.get("metadata") or {}
+    ann = annotations_of(obj)
+    if names.ANN_SLO not in ann:
+        raise _ann_error(names.ANN_SLO, None, "missing: this object is not opted in")
+    target: dict[str, Any] = {kind: {"name": meta.get("name")}}
+    if kind == "service" and names.ANN_PORT in ann:
+        target["service"]["port"] = ann[names.ANN_PORT]
+    elif kind == "route" and names.ANN_PORT in ann:
+        raise _ann_error(names.ANN_PORT, ann[names.ANN_PORT], "only applies to Services; a Route's port is its own")
+    spec: dict[str, Any] = {"target": target, "slo": {"availability": ann[names.ANN_SLO]}}
+    if names.ANN_PATH in ann:
+        spec["path"] = ann[names.ANN_PATH]
+    if names.ANN_INTERVAL in ann:
+        spec["probe"] = {"interval": ann[names.ANN_INTERVAL]}
+    has_thr, has_slo = names.ANN_LATENCY_THRESHOLD in ann, names.ANN_LATENCY_SLO in ann
+    if has_thr != has_slo:
+        missing = names.ANN_LATENCY_SLO if has_thr else names.ANN_LATENCY_THRESHOLD
+        present = names.ANN_LATENCY_THRESHOLD if has_thr else names.ANN_LATENCY_SLO
+        raise _ann_error(missing, None, f"required together with {present} (a latency SLO needs both)")
+    if has_thr:
+        spec["slo"]["latency"] = {"threshold": ann[names.ANN_LATENCY_THRESHOLD],
+                                  "objective": ann[names.ANN_LATENCY_SLO]}
+    manifest = {
+        "apiVersion": names.API_VERSION,
+        "kind": names.KIND,
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace") or "default",
+            "labels": {names.LABEL_GENERATED_FROM: kind},
+        },
+        "spec": spec,
+    }
+    try:
+        parse_routemonitor(manifest)
+    except InvalidSpec as e:
+        annotation = _FIELD_TO_ANNOTATION.get(e.field)
+        if annotation is None:
+            raise
+        raise _ann_error(annotation, ann.get(annotation, e.value), e.reason) from None
+    return manifest
+
+
+def monitor_spec(obj: Mapping[str, Any], kind: SourceKind) -> MonitorSpec:
+    return parse_routemonitor(monitor_manifest(obj, kind))

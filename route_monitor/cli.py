@@ -1,0 +1,71 @@
+"""Command line (Contract 5). Each subcommand lives in ``route_monitor.commands.<name>``
+and exposes ``run(args) -> int``; they are imported lazily so ``--help`` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from route_monitor import __version__
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="route-monitor", description="Blackbox SLO monitoring for "
+                                "Kubernetes/OpenShift Routes and Services.")
+    p.add_argument("--version", action="version", version=f"route-monitor {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    op = sub.add_parser("operator", help="run in a cluster (kopf): watch Routes, Services and RouteMonitors")
+    op.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                    help="watch only this namespace (repeatable); default: all namespaces")
+    op.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (default 8080)")
+    op.add_argument("--health-port", type=int, default=8081,
+                    help="port of kopf's /healthz liveness endpoint (default 8081)")
+    op.add_argument("--allow-url-targets", action="store_true",
+                    help="also probe RouteMonitors whose target is a plain URL (off by default)")
+    op.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
+
+    st = sub.add_parser("standalone", help="probe monitors from YAML files, no cluster")
+    st.add_argument("paths", nargs="+", metavar="PATH",
+                    help="YAML file or folder of RouteMonitor/Route/Service manifests")
+    st.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT",
+                    help="where /metrics is served (default 127.0.0.1:8080)")
+    st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")
+    st.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
+
+    ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
+    ru.add_argument("paths", nargs="+", metavar="PATH")
+    ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
+                    help="plain Prometheus rule groups (default) or PrometheusRule objects")
+    ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")
+    ru.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    ch = sub.add_parser("check", help="validate manifests and explain what each monitor's alerts mean")
+    ch.add_argument("paths", nargs="+", metavar="PATH")
+
+    de = sub.add_parser("demo", help="built-in local targets, real engine, live view; no cluster")
+    de.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT")
+    de.add_argument("--duration", type=float, default=0, help="stop after this many seconds (default: until Ctrl-C)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(f"route_monitor.commands.{args.command}")
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

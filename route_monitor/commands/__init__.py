@@ -1,0 +1,1 @@
+"""Subcommands of the route-monitor CLI, one module each, each exposing ``run(args) -> int``."""

@@ -1,0 +1,147 @@
+"""Read manifests from YAML files and folders: RouteMonitors, annotated Routes and Services.
+
+``load`` reads files (multi-document YAML, ``kind: List``); ``collect`` turns what was read
+into monitor specs, keeping the Routes and Services for target resolution. Every problem is a
+:class:`ManifestError` naming the file, the object and the field; one bad object never hides
+the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from alert_rules.model import InvalidSpec
+from route_monitor.annotations import is_opted_in, monitor_spec
+from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    source: str
+    """``path`` or ``path#N`` for the N-th document of a multi-document file."""
+    obj: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def ref(self) -> str:
+        meta = self.obj.get("metadata") or {}
+        return f"{self.kind}/{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+@dataclass(frozen=True)
+class ManifestError:
+    source: str
+    ref: str
+    field: str
+    message: str
+    warning: bool = False
+
+    def __str__(self) -> str:
+        level = "warning" if self.warning else "error"
+        where = f"{self.ref}: " if self.ref else ""
+        fld = f"{self.field}: " if self.field else ""
+        return f"{self.source}: {level}: {where}{fld}{self.message}"
+
+
+@dataclass
+class Collection:
+    monitors: list[MonitorSpec] = field(default_factory=list)
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    """monitor key -> where it came from"""
+    routes: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    services: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    problems: list[ManifestError] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[ManifestError]:
+        return [p for p in self.problems if not p.warning]
+
+
+def _files(paths: Iterable[str | Path]) -> Iterable[Path]:
+    for p in map(Path, paths):
+        if p.is_dir():
+            yield from sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
+        else:
+            yield p
+
+
+def load(paths: Iterable[str | Path]) -> tuple[list[Manifest], list[ManifestError]]:
+    manifests: list[Manifest] = []
+    errors: list[ManifestError] = []
+    for path in _files(paths):
+        try:
+            docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except OSError as e:
+            errors.append(ManifestError(str(path), "", "", f"cannot read: {e.strerror or e}"))
+            continue
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            loc = f"{path}:{mark.line + 1}" if mark else str(path)
+            errors.append(ManifestError(loc, "", "", f"not valid YAML: {getattr(e, 'problem', e)}"))
+            continue
+        multi = len(docs) > 1
+        for i, doc in enumerate(docs):
+            source = f"{path}#{i}" if multi else str(path)
+            if doc is None:
+                continue
+            if not isinstance(doc, Mapping):
+                errors.append(ManifestError(source, "", "", "expected a Kubernetes object (a mapping)"))
+                continue
+            items = doc.get("items") if doc.get("kind") == "List" else [doc]
+            for j, item in enumerate(items or []):
+                src = f"{source}.items[{j}]" if doc.get("kind") == "List" else source
+                if isinstance(item, Mapping):
+                    manifests.append(Manifest(src, item))
+    return manifests, errors
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or "default"), str(meta.get("name")))
+
+
+def collect(manifests: Iterable[Manifest]) -> Collection:
+    """Monitors from RouteMonitors and annotated Routes/Services (a Route wins over a Service)."""
+    out = Collection()
+    routes: dict[tuple[str, str], Manifest] = {}
+    services: dict[tuple[str, str], Manifest] = {}
+    explicit: list[Manifest] = []
+    for m in manifests:
+        if is_routemonitor(m.obj):
+            explicit.append(m)
+        elif m.kind in ("Route", "Service"):
+            (out.routes if m.kind == "Route" else out.services)[_key(m.obj)] = m.obj
+            if is_opted_in(m.obj):
+                (routes if m.kind == "Route" else services)[_key(m.obj)] = m
+    candidates: list[tuple[Manifest, Any]] = [(m, lambda m=m: parse_routemonitor(m.obj)) for m in explicit]
+    candidates += [(m, lambda m=m: monitor_spec(m.obj, "route")) for m in routes.values()]
+    for key, m in services.items():
+        if key in routes:
+            out.problems.append(ManifestError(m.source, m.ref, "", "a Route of the same name is also "
+                                              "annotated: the Route is monitored, this Service is not", True))
+            continue
+        candidates.append((m, lambda m=m: monitor_spec(m.obj, "service")))
+    for m, parse in candidates:
+        try:
+            spec: MonitorSpec = parse()
+        except InvalidSpec as e:
+            out.problems.append(ManifestError(m.source, m.ref, e.field, f"{e.reason} (got {e.value!r})"))
+            continue
+        if spec.key in out.sources:
+            out.problems.append(ManifestError(m.source, m.ref, "metadata.name", "a monitor of this name "
+                                              f"already comes from {out.sources[spec.key]}; this one is ignored"))
+            continue
+        out.sources[spec.key] = m.source
+        out.monitors.append(spec)
+    out.monitors.sort(key=lambda s: s.key)
+    return out

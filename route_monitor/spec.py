@@ -1,0 +1,240 @@
+"""Parse a RouteMonitor manifest (Contract 2) into frozen dataclasses, once, at the boundary.
+
+Every invalid value raises :class:`alert_rules.model.InvalidSpec` naming the field path, the
+value and what is accepted. Defaults live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from alert_rules import names
+from alert_rules.model import (
+    Alerting,
+    InvalidSpec,
+    LatencyObjective,
+    MonitorSLO,
+    Objective,
+    parse_duration_ms,
+    parse_percent,
+)
+
+TargetKind = Literal["route", "service", "url"]
+METHODS = ("GET", "HEAD", "POST", "OPTIONS")
+DEFAULT_INTERVAL_MS = 30_000
+DEFAULT_TIMEOUT_MS = 10_000
+DEFAULT_MAX_REDIRECTS = 10
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: TargetKind
+    name: str = ""
+    """Route or Service name (same namespace as the monitor)."""
+    url: str = ""
+    """For ``url`` targets: the absolute URL."""
+    port: str = ""
+    """Service only: port name or number; empty means the first port."""
+    scheme: str = ""
+    """Service only: ``http`` or ``https``; empty means by port (443/8443/https-named -> https)."""
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    method: str = "GET"
+    expected_status: tuple[tuple[int, int], ...] = ((200, 399),)
+    """Inclusive status ranges that count as success."""
+    body_regex: str | None = None
+    insecure_skip_verify: bool = False
+    max_redirects: int = DEFAULT_MAX_REDIRECTS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    def status_ok(self, status: int) -> bool:
+        return any(lo <= status <= hi for lo, hi in self.expected_status)
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    namespace: str
+    name: str
+    target: Target
+    path: str | None = None
+    """Path to probe; None means the Route's ``spec.path`` (else ``/``)."""
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+    objective: Objective = field(default_factory=lambda: Objective(availability=parse_percent("99.9", "")))
+    alerting: Alerting = field(default_factory=Alerting)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    def slo(self) -> MonitorSLO:
+        return MonitorSLO(namespace=self.namespace, name=self.name, objective=self.objective,
+                          interval_ms=self.probe.interval_ms, alerting=self.alerting)
+
+
+def _map(value: object, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidSpec(field, value, "expected a mapping")
+    return value
+
+
+def _str_map(value: object, field: str) -> tuple[tuple[str, str], ...]:
+    m = _map(value, field)
+    for k, v in m.items():
+        if not isinstance(v, str):
+            raise InvalidSpec(f"{field}.{k}", v, "expected a string value")
+    return tuple(sorted((str(k), v) for k, v in m.items()))
+
+
+def _bool(value: object, field: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidSpec(field, value, "expected true or false")
+    return value
+
+
+def parse_status_ranges(value: object, field: str) -> tuple[tuple[int, int], ...]:
+    """``["200-399", "404", "5xx"]`` -> inclusive ranges."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for i, item in enumerate(items):
+        m = _STATUS.match(str(item).strip())
+        if not m:
+            raise InvalidSpec(f"{field}[{i}]", item, 'expected a status, a range or a class: "200", "200-399", "2xx"')
+        if m.group(1):
+            lo, hi = int(m.group(1)) * 100, int(m.group(1)) * 100 + 99
+        else:
+            lo = int(m.group(2))
+            hi = int(m.group(3) or lo)
+        if not (100 <= lo <= hi <= 599):
+            raise InvalidSpec(f"{field}[{i}]", item, "statuses are 100-599, low before high")
+        out.append((lo, hi))
+    if not out:
+        raise InvalidSpec(field, value, "at least one expected status is needed")
+    return tuple(out)
+
+
+def parse_target(value: object, field: str = "spec.target") -> Target:
+    t = _map(value, field)
+    present = [k for k in ("route", "service", "url") if t.get(k) is not None]
+    if len(present) != 1:
+        raise InvalidSpec(field, value, "exactly one of route, service or url is required")
+    kind = present[0]
+    if kind == "url":
+        url = t["url"]
+        if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
+            raise InvalidSpec(f"{field}.url", url, "expected an absolute http:// or https:// URL")
+        return Target(kind="url", url=url)
+    ref = _map(t[kind], f"{field}.{kind}")
+    name = ref.get("name")
+    if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        raise InvalidSpec(f"{field}.{kind}.name", name, "expected the name of a "
+                          f"{'Route' if kind == 'route' else 'Service'} in the same namespace")
+    if kind == "route":
+        return Target(kind="route", name=name)
+    port = ref.get("port", "")
+    scheme = ref.get("scheme", "")
+    if scheme not in ("", "http", "https"):
+        raise InvalidSpec(f"{field}.service.scheme", scheme, "expected http or https")
+    return Target(kind="service", name=name, port=str(port) if port != "" else "", scheme=scheme)
+
+
+def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
+    p = _map(value, field)
+    interval = parse_duration_ms(p.get("interval", "30s"), f"{field}.interval")
+    if interval < 1000:
+        raise InvalidSpec(f"{field}.interval", p.get("interval"), "must be at least 1s")
+    if "timeout" in p:
+        timeout = parse_duration_ms(p["timeout"], f"{field}.timeout")
+    else:
+        timeout = min(DEFAULT_TIMEOUT_MS, interval * 4 // 5)
+    if timeout >= interval:
+        raise InvalidSpec(f"{field}.timeout", p.get("timeout"),
+                          f"must be shorter than the interval ({p.get('interval', '30s')})")
+    method = str(p.get("method", "GET")).upper()
+    if method not in METHODS:
+        raise InvalidSpec(f"{field}.method", p.get("method"), f"expected one of {', '.join(METHODS)}")
+    body_regex = p.get("bodyRegex")
+    if body_regex is not None:
+        try:
+            re.compile(str(body_regex))
+        except re.error as e:
+            raise InvalidSpec(f"{field}.bodyRegex", body_regex, f"not a valid regular expression: {e}") from None
+        if method == "HEAD":
+            raise InvalidSpec(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
+    tls = _map(p.get("tls"), f"{field}.tls")
+    return ProbeSettings(
+        interval_ms=interval,
+        timeout_ms=timeout,
+        method=method,
+        expected_status=parse_status_ranges(p.get("expectedStatus", ["200-399"]), f"{field}.expectedStatus"),
+        body_regex=None if body_regex is None else str(body_regex),
+        insecure_skip_verify=_bool(tls.get("insecureSkipVerify"), f"{field}.tls.insecureSkipVerify", False),
+    )
+
+
+def parse_objective(value: object, field: str = "spec.slo") -> Objective:
+    s = _map(value, field)
+    if "availability" not in s:
+        raise InvalidSpec(f"{field}.availability", None, 'required: a percent, e.g. "99.9"')
+    availability = parse_percent(s["availability"], f"{field}.availability")
+    period = parse_duration_ms(s.get("period", "30d"), f"{field}.period")
+    latency = None
+    if s.get("latency") is not None:
+        lat = _map(s["latency"], f"{field}.latency")
+        for k in ("threshold", "objective"):
+            if k not in lat:
+                raise InvalidSpec(f"{field}.latency.{k}", None, "required when a latency SLO is set")
+        latency = LatencyObjective(
+            threshold_ms=parse_duration_ms(lat["threshold"], f"{field}.latency.threshold"),
+            objective=parse_percent(lat["objective"], f"{field}.latency.objective"),
+        )
+    return Objective(availability=availability, period_ms=period, latency=latency)
+
+
+def parse_alerting(value: object, field: str = "spec.alerting") -> Alerting:
+    a = _map(value, field)
+    return Alerting(
+        page=_bool(a.get("page"), f"{field}.page", True),
+        ticket=_bool(a.get("ticket"), f"{field}.ticket", True),
+        labels=_str_map(a.get("labels"), f"{field}.labels"),
+        annotations=_str_map(a.get("annotations"), f"{field}.annotations"),
+    )
+
+
+def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "default") -> MonitorSpec:
+    """Parse a whole RouteMonitor object (``apiVersion``/``kind``/``metadata``/``spec``)."""
+    meta = _map(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidSpec("metadata.name", name, "a RouteMonitor needs a name")
+    namespace = meta.get("namespace") or default_namespace
+    spec = _map(obj.get("spec"), "spec")
+    path = spec.get("path")
+    if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+        raise InvalidSpec("spec.path", path, "expected an absolute path starting with /")
+    probe = parse_probe(spec.get("probe"))
+    objective = parse_objective(spec.get("slo"))
+    if objective.latency and objective.latency.threshold_ms > probe.timeout_ms:
+        raise InvalidSpec("spec.slo.latency.threshold", objective.latency.threshold_ms,
+                          f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
+    return MonitorSpec(
+        namespace=str(namespace), name=name, target=parse_target(spec.get("target")), path=path,
+        probe=probe, objective=objective, alerting=parse_alerting(spec.get("alerting")),
+    )
+
+
+def is_routemonitor(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == names.KIND and str(obj.get("apiVersion", "")).startswith(names.GROUP + "/")

@@ -1,0 +1,9 @@
+"""Fixtures shared by every test module; component fixtures live in ``tests/support``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # so ``tests.support`` imports without installing tests
