@@ -101,3 +101,31 @@ SLO_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_objective:ratio"
 """The availability objective as a ratio (0.999), one series per monitor (for dashboards)."""
 LATENCY_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}latency_objective:ratio"
 SLO_PERIOD_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_period:seconds"
+
+
+# --- Contract 3: histogram buckets of route_monitor_probe_duration_seconds ------------------
+DEFAULT_DURATION_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Every monitor's duration histogram has these buckets plus its own latency threshold
+(per-series bucket sets: the probe engine renders each monitor's histogram itself)."""
+
+
+def le_label(threshold_seconds: float) -> str:
+    """The ``le`` label value of the bucket at ``threshold_seconds``, exactly as ``/metrics``
+    renders it (the canonical float form of client_python / OpenMetrics): ``0.5`` -> ``"0.5"``,
+    ``1`` -> ``"1.0"``, ``0.25`` -> ``"0.25"``, ``12`` -> ``"12.0"``, ``inf`` -> ``"+Inf"``.
+    Both the engine and the generator use this, so ``..._bucket{le="..."}`` always matches."""
+    d = float(threshold_seconds)
+    if d == float("inf"):
+        return "+Inf"
+    s = repr(d)
+    dot = s.find(".")
+    if d > 0 and dot > 6:  # Go switches to exponent form earlier than Python (client_python does the same)
+        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
+        return f"{mantissa}e+0{dot - 1}"
+    return s
+
+
+def duration_buckets(threshold_seconds: float | None = None) -> tuple[float, ...]:
+    """Upper bounds (without +Inf) of one monitor's duration histogram: the defaults plus its threshold."""
+    extra = () if threshold_seconds is None else (float(threshold_seconds),)
+    return tuple(sorted(set(DEFAULT_DURATION_BUCKETS) | set(extra)))
