@@ -1,0 +1,220 @@
+"""Generate the Grafana dashboards (JSON) and their sidecar ConfigMaps from code.
+
+    python grafana/build.py           # rewrite grafana/*.json and grafana/configmaps.yaml
+    python grafana/build.py --check   # exit 1 if the committed files differ from what the code gives
+
+Every metric and recording-rule name comes from ``alert_rules.names`` so the dashboards cannot
+drift from the probe engine and the rule generator. Queries that can legitimately have no series
+(no failures, no firing alerts) end in ``or ... vector(0)``-style fallbacks so a panel shows 0,
+never "No data"; the exceptions are documented on the panel (certificate expiry: HTTPS only;
+latency: monitors with a latency objective).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from dashlib import NS_MON, Panel, Query, custom_var, dashboard, datasource_var, query_var, row  # noqa: E402
+
+from alert_rules import names as n  # noqa: E402
+
+UID_OVERVIEW = "route-monitor-overview"
+UID_DETAIL = "route-monitor-detail"
+UID_OPERATOR = "route-monitor-operator"
+PAGE_PAIRS = (("1h", "5m"), ("6h", "30m"))
+TICKET_PAIRS = (("1d", "2h"), ("3d", "6h"))
+"""The window pairs of the default 30d period (DESIGN.md contract 4), shown as burn rates."""
+BY = "namespace, monitor"
+PERIODS = ["30d", "28d", "7d", "1d"]
+
+
+# --- PromQL templates ---------------------------------------------------------------------
+def objective() -> str:
+    return f"{n.SLO_OBJECTIVE_RECORD}{{{NS_MON}}}"
+
+
+def error_ratio_over(window: str) -> str:
+    """Failed / all probes over a dashboard-chosen window, from the raw counters (resets handled)."""
+    return (f'sum by ({BY}) (increase({n.PROBES_TOTAL}{{{NS_MON}, {n.LABEL_RESULT}="{n.RESULT_FAILURE}"}}[{window}]))'
+            f" / sum by ({BY}) (increase({n.PROBES_TOTAL}{{{NS_MON}}}[{window}]))")
+
+
+def availability_over(window: str) -> str:
+    return f"1 - ({error_ratio_over(window)})"
+
+
+def budget_remaining(window: str) -> str:
+    return f"1 - (({error_ratio_over(window)}) / on ({BY}) (1 - {objective()}))"
+
+
+def burn_rate(window: str) -> str:
+    """Recorded error ratio over ``window`` divided by the error budget: 1 = burning exactly on budget."""
+    return f"{n.error_ratio_record(window)}{{{NS_MON}}} / on ({BY}) (1 - {objective()})"
+
+
+def firing_alerts(severity: str) -> str:
+    sel = f'alertname=~"RouteMonitor.+", alertstate="firing", {n.LABEL_SEVERITY}="{severity}", {NS_MON}'
+    return f"count by ({BY}) (ALERTS{{{sel}}}) or on ({BY}) (0 * {objective()})"
+
+
+def quantile(q: str, metric: str, by: str, selector: str = "") -> str:
+    return f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{selector}[$__rate_interval])))"
+
+
+# --- dashboards --------------------------------------------------------------------------
+def monitor_vars() -> list[dict[str, object]]:
+    return [datasource_var(),
+            query_var("namespace", "Namespace", f"label_values({n.PROBES_TOTAL}, namespace)"),
+            query_var("monitor", "Monitor", f'label_values({n.PROBES_TOTAL}{{namespace=~"$namespace"}}, monitor)'),
+            custom_var("period", "SLO period", PERIODS, "30d")]
+
+
+def table_query(expr: str) -> Query:
+    return Query(expr, instant=True, table=True)
+
+
+def overview() -> dict[str, object]:
+    fast, slow = PAGE_PAIRS[0][0], TICKET_PAIRS[0][0]
+    columns = [("Objective", objective()), ("Availability ($period)", availability_over("$period")),
+               ("Budget remaining", budget_remaining("$period")), (f"Burn rate {fast}", burn_rate(fast)),
+               (f"Burn rate {slow}", burn_rate(slow)), ("Pages firing", firing_alerts(n.SEVERITY_CRITICAL)),
+               ("Tickets firing", firing_alerts(n.SEVERITY_WARNING))]
+    rename = {f"Value #{chr(ord('A') + i)}": title for i, (title, _) in enumerate(columns)}
+    table = Panel("Monitors", tuple(table_query(e) for _, e in columns), kind="table", width=24, height=12,
+                  unit="percentunit",
+                  description="Every monitor: objective, availability and error budget left over the chosen "
+                              "period, burn rates (1 = spending the budget exactly over the period) and alerts firing.",
+                  transformations=({"id": "merge", "options": {}},
+                                   {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                                  "renameByName": rename}}),
+                  overrides=tuple({"matcher": {"id": "byName", "options": title},
+                                   "properties": [{"id": "unit", "value": "none"}]}
+                                  for title, _ in columns[3:]))
+    panels = [
+        Panel("Monitors", (Query(f"count({objective()}) or vector(0)", instant=True),), kind="stat", width=6, height=4),
+        Panel("Pages firing", (Query(f"sum({firing_alerts(n.SEVERITY_CRITICAL)}) or vector(0)", instant=True),),
+              kind="stat", width=6, height=4),
+        Panel("Tickets firing", (Query(f"sum({firing_alerts(n.SEVERITY_WARNING)}) or vector(0)", instant=True),),
+              kind="stat", width=6, height=4),
+        Panel("Lowest budget remaining", (Query(f"min({budget_remaining('$period')})", instant=True),),
+              kind="stat", width=6, height=4, unit="percentunit"),
+        table,
+        Panel(f"Burn rate {fast} (fast)", (Query(burn_rate(fast), "{{namespace}}/{{monitor}}"),)),
+        Panel(f"Burn rate {slow} (slow)", (Query(burn_rate(slow), "{{namespace}}/{{monitor}}"),)),
+    ]
+    return dashboard(uid=UID_OVERVIEW, title="route-monitor / SLO overview", tags=["route-monitor", "slo"],
+                     description="Availability SLOs of every monitored Route, Service and URL.",
+                     variables=monitor_vars(), panels=panels, links=[detail_link()])
+
+
+def detail_link() -> dict[str, object]:
+    return {"title": "Monitor detail", "type": "link", "url": f"/d/{UID_DETAIL}", "includeVars": True,
+            "keepTime": True, "asDropdown": False, "icon": "dashboard", "tags": [], "targetBlank": False}
+
+
+def detail() -> dict[str, object]:
+    legend = "{{namespace}}/{{monitor}}"
+    pairs = [w for pair in (*PAGE_PAIRS, *TICKET_PAIRS) for w in pair]
+    sel = f"{{{NS_MON}}}"
+    panels = [
+        row("Availability"),
+        Panel("Availability (5m) against the objective",
+              (Query(f"1 - {n.error_ratio_record('5m')}{sel}", legend + " availability"),
+               Query(objective(), legend + " objective")), unit="percentunit"),
+        Panel("Error budget remaining over the period", (Query(budget_remaining("$period"), legend),),
+              unit="percentunit"),
+        Panel("Burn rate per window", tuple(Query(burn_rate(w), f"{legend} {w}") for w in pairs), width=24,
+              description="Page pairs 1h/5m (14.4x) and 6h/30m (6x), ticket pairs 1d/2h (3x) and 3d/6h (1x) "
+                          "for a 30d period: a pair fires when both its windows burn faster than its factor."),
+        Panel("Probe results", (Query(f"sum by ({BY}, {n.LABEL_RESULT}) (increase({n.PROBES_TOTAL}{sel}"
+                                      "[$__rate_interval]))", legend + " {{result}}"),)),
+        Panel("Failures by reason", (Query(f"sum by ({n.LABEL_REASON}) (increase({n.PROBE_FAILURES_TOTAL}{sel}"
+                                           "[$__rate_interval])) or on () vector(0)", "{{reason}}"),)),
+        row("Latency"),
+        Panel("Probe duration percentiles (successful probes)",
+              tuple(Query(quantile(q, n.PROBE_DURATION_SECONDS, BY, sel), f"{legend} p{q[2:]}")
+                    for q in ("0.5", "0.9", "0.99")), unit="s"),
+        Panel("Probes faster than the latency threshold (5m) against the objective",
+              (Query(f"1 - {n.slow_ratio_record('5m')}{sel}", legend + " fast"),
+               Query(f"{n.LATENCY_OBJECTIVE_RECORD}{sel}", legend + " objective")), unit="percentunit",
+              description="Only monitors with a latency objective (spec.slo.latency) have these series."),
+        row("Target"),
+        Panel("Days until the TLS certificate expires",
+              (Query(f"({n.TLS_CERT_EXPIRY}{sel} - time()) / 86400", legend),), unit="d", width=12,
+              description="HTTPS targets only; reported even when verification fails."),
+        Panel("Targets", (table_query(f"{n.TARGET_INFO}{sel}"),), kind="table", width=12,
+              transformations=({"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True,
+                                                                                "__name__": True}}},)),
+    ]
+    return dashboard(uid=UID_DETAIL, title="route-monitor / Monitor detail", tags=["route-monitor", "slo"],
+                     description="One monitor's availability, burn rates, latency and failures.",
+                     variables=monitor_vars(), panels=panels,
+                     links=[{**detail_link(), "title": "SLO overview", "url": f"/d/{UID_OVERVIEW}"}])
+
+
+def operator() -> dict[str, object]:
+    panels = [
+        Panel("Monitors by state", (Query(f"sum by ({n.LABEL_STATE}) ({n.MONITORS})", "{{state}}"),)),
+        Panel("Reconcile errors", (Query(f"sum(increase({n.RECONCILE_ERRORS_TOTAL}[$__rate_interval])) "
+                                         "or vector(0)", "errors"),)),
+        Panel("Probe schedule lag", tuple(Query(quantile(q, n.SCHEDULE_LAG_SECONDS, "instance"),
+                                                f"{{{{instance}}}} p{q[2:]}") for q in ("0.5", "0.99")), unit="s"),
+        Panel("Event-loop lag", (Query(f"max by (instance) ({n.EVENT_LOOP_LAG_SECONDS})", "{{instance}}"),), unit="s"),
+        Panel("Probes in flight", (Query(f"sum by (instance) ({n.PROBES_IN_FLIGHT})", "{{instance}}"),)),
+        Panel("Probes skipped (overdue)", (Query(f"sum(increase({n.PROBES_SKIPPED_TOTAL}[$__rate_interval])) "
+                                                 "or vector(0)", "skipped"),)),
+        Panel("Probes per second", (Query(f"sum by (instance) (rate({n.PROBES_TOTAL}[$__rate_interval]))",
+                                          "{{instance}}"),), unit="reqps"),
+    ]
+    return dashboard(uid=UID_OPERATOR, title="route-monitor / Operator health", tags=["route-monitor"],
+                     description="The route-monitor operator's own health: monitors, reconciles, scheduling.",
+                     variables=[datasource_var()], panels=panels)
+
+
+DASHBOARDS = {"slo-overview.json": overview, "monitor-detail.json": detail, "operator-health.json": operator}
+
+
+def render() -> dict[str, str]:
+    files = {name: json.dumps(build(), indent=2, sort_keys=False) + "\n" for name, build in DASHBOARDS.items()}
+    files["configmaps.yaml"] = configmaps(files)
+    return files
+
+
+def configmaps(files: dict[str, str]) -> str:
+    """One ConfigMap per dashboard, labelled for the Grafana sidecar (``grafana_dashboard: "1"``)."""
+    docs = ["# DO NOT EDIT: generated by grafana/build.py from the dashboards beside this file.\n"]
+    for name, text in files.items():
+        body = "\n".join("    " + line if line else "" for line in text.rstrip("\n").split("\n"))
+        docs.append(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: route-monitor-dashboard-"
+                    f"{name.removesuffix('.json')}\n  labels:\n    grafana_dashboard: \"1\"\n"
+                    f"    app.kubernetes.io/part-of: route-monitor\n  annotations:\n"
+                    f"    grafana_folder: route-monitor\ndata:\n  {name}: |\n{body}\n")
+    return "".join(docs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--check", action="store_true", help="fail if the committed files are out of date")
+    check = args.parse_args(argv).check
+    stale = []
+    for name, text in render().items():
+        path = HERE / name
+        if path.exists() and path.read_text() == text:
+            continue
+        stale.append(name)
+        if not check:
+            path.write_text(text)
+    if check and stale:
+        print(f"out of date (run python grafana/build.py): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
