@@ -159,3 +159,17 @@ def test_page_inhibits_the_ticket_of_the_same_monitor_only(paging: Paging) -> No
     time.sleep(2)
     ticketed = {b.body["groupLabels"]["monitor"] for b in paging.sink.received(TICKET_PATH)}
     assert ticketed == {"cart"}
+
+
+def test_alertmanagerconfig_and_secret_example_mirror_the_shipped_config() -> None:
+    cfg = yaml.safe_load(CONFIG.read_text())
+    amc = yaml.safe_load((ALERTMANAGER_DIR / "alertmanagerconfig.yaml").read_text())["spec"]
+    secret = yaml.safe_load((ALERTMANAGER_DIR / "secret.example.yaml").read_text())
+    ours = cfg["route"]["routes"][0]
+    assert amc["route"]["groupBy"] == ours["group_by"]
+    assert [r["receiver"] for r in amc["route"]["routes"]] == [r["receiver"] for r in ours["routes"]]
+    assert amc["inhibitRules"][0]["equal"] == cfg["inhibit_rules"][0]["equal"]
+    key_ref = amc["receivers"][0]["pagerdutyConfigs"][0]["routingKey"]
+    assert (key_ref["name"], key_ref["key"]) == (secret["metadata"]["name"], next(iter(secret["stringData"])))
+    key_file = cfg["receivers"][1]["pagerduty_configs"][0]["routing_key_file"]
+    assert key_file == f"/etc/alertmanager/secrets/{key_ref['name']}/{key_ref['key']}"
