@@ -26,6 +26,9 @@ SCHEDULE_LAG_SECONDS: Final = "route_monitor_probe_schedule_lag_seconds"
 EVENT_LOOP_LAG_SECONDS: Final = "route_monitor_event_loop_lag_seconds"
 PROBES_IN_FLIGHT: Final = "route_monitor_probes_in_flight"
 PROBES_SKIPPED_TOTAL: Final = "route_monitor_probes_skipped_total"
+KUBE_REQUESTS_TOTAL: Final = "route_monitor_kube_requests_total"
+"""Writes the operator makes to the Kubernetes API, by verb and resource (reads are kopf's watches)."""
+STATUS_WRITES_DEFERRED_TOTAL: Final = "route_monitor_status_writes_deferred_total"
 
 # labels
 LABEL_NAMESPACE: Final = "namespace"
