@@ -1,0 +1,118 @@
+"""Open one fresh connection for one probe: resolve, refuse forbidden addresses, TCP, TLS.
+
+The connection phase is the prober's own (not httpcore's connection pool), so that each step
+sets the probe's :class:`~route_monitor.probe.reasons.Phase` and fails with an exception that
+:func:`~route_monitor.probe.reasons.classify` maps unambiguously, and so that the address check
+runs on the resolved addresses, after DNS. The resulting :class:`Stream` is handed to httpcore's
+HTTP/1.1 connection for the exchange itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+import httpcore
+
+from route_monitor.probe.reasons import Phase, ProbeFailure
+from route_monitor.probe.result import FailureReason
+from route_monitor.probe.safety import forbidden_host, forbidden_ip
+
+
+@dataclass
+class Progress:
+    """Where one probe is (mutable, owned by that probe)."""
+
+    phase: Phase = Phase.DNS
+    address: str = ""
+    cert_not_after: float | None = None
+    last_endpoint: Any = None
+    """The endpoint of the current hop (for reading a certificate that failed verification)."""
+
+
+class Stream(httpcore.AsyncNetworkStream):
+    """An asyncio stream as httpcore's network stream (deadlines are the prober's, not per read)."""
+
+    __slots__ = ("_reader", "_writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._reader.read(max_bytes)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if buffer:
+            self._writer.write(buffer)
+            await self._writer.drain()
+
+    async def aclose(self) -> None:
+        self.abort()
+
+    def abort(self) -> None:
+        transport = self._writer.transport
+        if not transport.is_closing():
+            transport.abort()
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._writer.get_extra_info(info)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """Addresses for ``host`` (IP literals skip DNS); raises ProbeFailure for forbidden ones."""
+    if forbidden_host(host):
+        raise ProbeFailure(FailureReason.OTHER, f"forbidden address {host}: link-local and cloud metadata "
+                           "addresses are never probed")
+    if _is_ip(host):
+        addresses = [host]
+    else:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    for address in addresses:
+        if forbidden_ip(address):
+            raise ProbeFailure(FailureReason.OTHER, f"forbidden address {address} for {host}: link-local and "
+                               "cloud metadata addresses are never probed")
+    return addresses
+
+
+async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
+                      server_hostname: str | None = None) -> Stream:
+    """A connected (and, with ``tls``, handshaken) stream; sets ``progress`` as it goes."""
+    progress.phase = Phase.DNS
+    addresses = await resolve(host, port)
+    progress.phase = Phase.CONNECT
+    last: OSError | None = None
+    for address in addresses:
+        try:
+            reader, writer = await asyncio.open_connection(address, port, limit=1 << 16)
+        except OSError as e:
+            last = e
+            continue
+        progress.address = address
+        break
+    else:
+        assert last is not None
+        raise last
+    stream = Stream(reader, writer)
+    if tls is not None:
+        progress.phase = Phase.TLS
+        try:
+            await writer.start_tls(tls, server_hostname=server_hostname or host)
+        except BaseException:
+            stream.abort()
+            raise
+    progress.phase = Phase.HTTP
+    return stream

@@ -1,0 +1,166 @@
+"""Contract 3's SLI metrics and the engine's own health, in an object created at start-up.
+
+Nothing touches the global registry: :class:`ProbeMetrics` registers on the registry it is
+given, so tests build a fresh ``CollectorRegistry`` and read it with ``get_sample_value``.
+
+The per-monitor series are kept in plain objects (:class:`MonitorSeries`) and rendered by one
+custom collector at scrape time. That keeps recording a result to a few integer additions
+(no label lookups or locks per probe) and makes removing a monitor's series one dict delete.
+It also gives each monitor its own histogram buckets: the defaults
+(``names.DEFAULT_DURATION_BUCKETS``) plus that monitor's latency threshold, so the threshold is
+always a bucket boundary, rendered as ``names.le_label(threshold)``; monitors with different
+thresholds carry different ``le`` sets, which Prometheus handles per series.
+
+``route_monitor_probe_failures_total`` series appear on a reason's first failure (pre-creating
+all eleven reasons per monitor would multiply series for no SLO benefit: the SLO uses
+``route_monitor_probes_total``, whose ``success`` and ``failure`` series both exist at 0 from
+the moment a monitor is added). ``probe_success`` appears after the first probe, the
+certificate expiry after the first TLS handshake, and keeps its last value while the monitor's
+URL does not change (so the expiry alert does not resolve because the target went down).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from alert_rules import names
+from route_monitor.probe.result import FailureReason, ProbeResult
+
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+@lru_cache(maxsize=256)
+def _le_labels(bounds: tuple[float, ...]) -> tuple[str, ...]:
+    return (*(names.le_label(b) for b in bounds), "+Inf")
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    url: str
+    kind: str
+    name: str
+
+
+class MonitorSeries:
+    """The live series of one monitor. Mutated only by :meth:`record` on the event loop."""
+
+    __slots__ = ("bounds", "buckets", "by_reason", "cert_not_after", "count", "failure", "info", "key",
+                 "last_success", "success", "sum")
+
+    def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
+        self.key = key
+        self.info = info
+        self.bounds = bounds
+        self.buckets = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.count = 0
+        self.success = 0
+        self.failure = 0
+        self.by_reason: dict[FailureReason, int] = {}
+        self.last_success: int | None = None
+        self.cert_not_after: float | None = None
+
+    def record(self, result: ProbeResult) -> None:
+        if result.success:
+            self.success += 1
+            self.last_success = 1
+            d = result.duration_seconds
+            self.buckets[bisect.bisect_left(self.bounds, d)] += 1
+            self.sum += d
+            self.count += 1
+        else:
+            self.failure += 1
+            self.last_success = 0
+            reason = result.reason or FailureReason.OTHER
+            self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        if result.cert_not_after is not None:
+            self.cert_not_after = result.cert_not_after
+
+
+class ProbeMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._series: dict[tuple[str, str], MonitorSeries] = {}
+        self.in_flight = 0
+        """Probes running right now (maintained by the engine)."""
+        self.schedule_lag = Histogram(
+            names.SCHEDULE_LAG_SECONDS, "How late probes start after their scheduled time (incl. waiting "
+            "for the concurrency limit)", registry=registry, buckets=LAG_BUCKETS)
+        self.event_loop_lag = Histogram(
+            names.EVENT_LOOP_LAG_SECONDS, "How late the event loop wakes up a sleeping task (a busy loop "
+            "delays every probe)", registry=registry, buckets=LAG_BUCKETS)
+        self.skipped = Counter(names.PROBES_SKIPPED_TOTAL, "Scheduled probes skipped because the previous "
+                               "run or the concurrency limit made them overdue", registry=registry)
+        registry.register(_Collector(self))
+
+    def add(self, key: tuple[str, str], info: TargetInfo, threshold_seconds: float | None) -> MonitorSeries:
+        """The series of ``key`` (created with both result series at 0, or updated in place).
+
+        Counters survive a change of URL or interval; the histogram restarts when its buckets
+        change (a counter reset, which ``rate()`` handles); a new URL forgets the certificate."""
+        bounds = names.duration_buckets(threshold_seconds)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = MonitorSeries(key, info, bounds)
+            return series
+        if series.bounds != bounds:
+            series.bounds, series.buckets, series.sum, series.count = bounds, [0] * (len(bounds) + 1), 0.0, 0
+        if series.info.url != info.url:
+            series.cert_not_after = None
+        series.info = info
+        return series
+
+    def remove(self, key: tuple[str, str]) -> None:
+        self._series.pop(key, None)
+
+    def series(self) -> list[MonitorSeries]:
+        return list(self._series.values())
+
+
+class _Collector:
+    def __init__(self, metrics: ProbeMetrics) -> None:
+        self._m = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        return list(self._families([]))
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self._families(self._m.series()))
+
+    def _families(self, all_series: list[MonitorSeries]) -> Iterator[Metric]:
+        ident = list(names.IDENTITY_LABELS)
+        probes = CounterMetricFamily(names.PROBES_TOTAL, "Completed probes by result",
+                                     labels=[*ident, names.LABEL_RESULT])
+        failures = CounterMetricFamily(names.PROBE_FAILURES_TOTAL, "Failed probes by reason (bounded set)",
+                                       labels=[*ident, names.LABEL_REASON])
+        duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, "Duration of successful probes "
+                                         "(the latency threshold is always a bucket boundary)", labels=ident)
+        success = GaugeMetricFamily(names.PROBE_SUCCESS, "1 if the last probe succeeded, else 0", labels=ident)
+        expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, "Leaf certificate notAfter (seconds since the epoch), "
+                                   "reported even when verification fails", labels=ident)
+        info = GaugeMetricFamily(names.TARGET_INFO, "What is being probed (always 1)",
+                                 labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])
+        in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, "Probes running right now")
+        in_flight.add_metric([], self._m.in_flight)
+        for s in all_series:
+            ns, mon = s.key
+            probes.add_metric([ns, mon, names.RESULT_SUCCESS], s.success)
+            probes.add_metric([ns, mon, names.RESULT_FAILURE], s.failure)
+            for reason, n in sorted(s.by_reason.items(), key=lambda kv: kv[0].value):
+                failures.add_metric([ns, mon, reason.value], n)
+            cumulative, acc = [], 0
+            for le, n in zip(_le_labels(s.bounds), s.buckets, strict=True):
+                acc += n
+                cumulative.append((le, acc))
+            duration.add_metric([ns, mon], cumulative, s.sum)
+            if s.last_success is not None:
+                success.add_metric([ns, mon], s.last_success)
+            if s.cert_not_after is not None:
+                expiry.add_metric([ns, mon], s.cert_not_after)
+            info.add_metric([ns, mon, s.info.url, s.info.kind, s.info.name], 1)
+        yield from (probes, failures, duration, success, expiry, info, in_flight)

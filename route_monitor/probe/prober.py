@@ -1,0 +1,178 @@
+"""One probe: a fresh connection, one request, redirects followed by hand, a total deadline.
+
+:class:`Prober` holds what is shared between probes (the SSL contexts, the clocks) and nothing
+per target; :class:`ProbeRequest` is everything about one monitor's probe, computed once when
+the monitor is set. A probe never raises (except on cancellation): every outcome is a
+:class:`ProbeResult`, and every failure goes through :func:`reasons.classify`.
+
+Choices a user can rely on:
+- each hop of a redirect chain opens its own connection and is checked against the forbidden
+  addresses; more than ``max_redirects`` hops is ``too_many_redirects``; with ``max_redirects``
+  0 the 3xx response itself is judged against ``expectedStatus``;
+- the body is read up to ``max_body_bytes`` (the rest is not downloaded, and is no failure);
+  ``bodyRegex`` is searched in what was read, decoded as UTF-8 (invalid bytes replaced);
+- the duration is the whole probe, redirects included; it is observed for successes only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+import httpcore
+
+from route_monitor import __version__
+from route_monitor.probe.connect import Progress, Stream, open_stream
+from route_monitor.probe.reasons import ProbeFailure, classify
+from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.tls import TLSContexts, not_after
+from route_monitor.spec import ProbeSettings
+
+USER_AGENT = f"route-monitor/{__version__}".encode()
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    scheme: str
+    host: str
+    port: int
+    target: bytes
+    """Path and query, as sent on the request line."""
+
+    @classmethod
+    def parse(cls, url: str) -> Endpoint:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+            raise ProbeFailure(FailureReason.OTHER, f"not an absolute http(s) URL: {url[:200]}")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme], target.encode("ascii", "ignore"))
+
+    @property
+    def host_header(self) -> bytes:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = self.port == _DEFAULT_PORTS[self.scheme]
+        text = host if default else f"{host}:{self.port}"
+        return text.encode("ascii") if text.isascii() else text.encode("idna")
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    key: tuple[str, str]
+    url: str
+    settings: ProbeSettings
+    endpoint: Endpoint
+    body_regex: re.Pattern[str] | None
+
+    @classmethod
+    def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings) -> ProbeRequest:
+        try:
+            endpoint = Endpoint.parse(url)
+        except ProbeFailure:
+            endpoint = Endpoint("http", "", 0, b"/")  # probed as a failure with reason "other"
+        regex = re.compile(settings.body_regex) if settings.body_regex is not None else None
+        return cls(key, url, settings, endpoint, regex)
+
+
+class Prober:
+    def __init__(self, *, tls: TLSContexts | None = None, wall: Callable[[], float] = time.time,
+                 clock: Callable[[], float] = time.perf_counter, cert_read_timeout: float = 2.0) -> None:
+        self.tls = tls if tls is not None else TLSContexts()
+        self._wall = wall
+        self._clock = clock
+        self._cert_read_timeout = cert_read_timeout
+
+    async def probe(self, req: ProbeRequest) -> ProbeResult:
+        started_wall = self._wall()
+        t0 = self._clock()
+        progress = Progress()
+        status: list[int] = []
+        try:
+            async with asyncio.timeout(req.settings.timeout_ms / 1000):
+                await self._exchange(req, progress, status)
+        except Exception as exc:  # CancelledError is a BaseException: it propagates
+            duration = self._clock() - t0
+            reason, detail = classify(exc, progress.phase)
+            if reason is FailureReason.CERTIFICATE_INVALID and progress.cert_not_after is None:
+                progress.cert_not_after = await self._read_cert(progress.last_endpoint)
+            return ProbeResult(req.key, req.url, started_wall, False, reason, duration,
+                               status[-1] if status else None, detail, progress.cert_not_after)
+        duration = self._clock() - t0
+        return ProbeResult(req.key, req.url, started_wall, True, None, duration, status[-1],
+                           f"HTTP {status[-1]}", progress.cert_not_after)
+
+    async def _exchange(self, req: ProbeRequest, progress: Progress, status: list[int]) -> None:
+        s = req.settings
+        endpoint = req.endpoint if req.endpoint.host else Endpoint.parse(req.url)
+        url = req.url
+        method = s.method.encode()
+        hops = 0
+        while True:
+            progress.last_endpoint = endpoint
+            tls = self.tls.for_probe(s.insecure_skip_verify) if endpoint.scheme == "https" else None
+            stream = await open_stream(endpoint.host, endpoint.port, progress, tls=tls)
+            try:
+                if tls is not None and progress.cert_not_after is None:
+                    progress.cert_not_after = not_after(stream.get_extra_info("ssl_object"))
+                location = await self._request(stream, endpoint, method, req, status)
+            finally:
+                stream.abort()
+            if location is None:
+                return
+            hops += 1
+            if hops > s.max_redirects:
+                raise ProbeFailure(FailureReason.TOO_MANY_REDIRECTS,
+                                   f"more than {s.max_redirects} redirects (last to {location[:200]})")
+            url = urljoin(url, location)
+            endpoint = Endpoint.parse(url)
+            if status[-1] == 303 and method != b"HEAD":
+                method = b"GET"
+
+    async def _request(self, stream: Stream, ep: Endpoint, method: bytes, req: ProbeRequest,
+                       status: list[int]) -> str | None:
+        """One exchange on ``stream``; the Location to follow, or None when this was the last hop."""
+        s = req.settings
+        conn = httpcore.AsyncHTTP11Connection(httpcore.Origin(ep.scheme.encode(), ep.host.encode(), ep.port), stream)
+        request = httpcore.Request(
+            method, httpcore.URL(scheme=ep.scheme.encode(), host=ep.host.encode(), port=ep.port, target=ep.target),
+            headers=[(b"Host", ep.host_header), (b"User-Agent", USER_AGENT), (b"Accept", b"*/*"),
+                     (b"Connection", b"close")])
+        response = await conn.handle_async_request(request)
+        status.append(response.status)
+        if 300 <= response.status < 400 and s.max_redirects > 0:
+            location = next((v for k, v in response.headers if k.lower() == b"location"), None)
+            if location is not None:
+                return location.decode("latin-1")
+        body = bytearray()
+        async for chunk in response.aiter_stream():  # type: ignore[union-attr]
+            body += chunk
+            if len(body) >= s.max_body_bytes:
+                del body[s.max_body_bytes:]
+                break
+        if not s.status_ok(response.status):
+            ranges = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in s.expected_status)
+            raise ProbeFailure(FailureReason.HTTP_STATUS, f"HTTP {response.status} (expected {ranges})")
+        if req.body_regex is not None and not req.body_regex.search(body.decode("utf-8", "replace")):
+            raise ProbeFailure(FailureReason.BODY_MISMATCH,
+                               f"body ({len(body)} bytes read) does not match /{req.body_regex.pattern[:100]}/")
+        return None
+
+    async def _read_cert(self, endpoint: Endpoint | None) -> float | None:
+        """notAfter of a certificate that failed verification: one non-verifying handshake."""
+        if endpoint is None:
+            return None
+        try:
+            async with asyncio.timeout(self._cert_read_timeout):
+                stream = await open_stream(endpoint.host, endpoint.port, Progress(), tls=self.tls.no_verify)
+        except Exception:
+            return None
+        try:
+            return not_after(stream.get_extra_info("ssl_object"))
+        finally:
+            stream.abort()
+

@@ -1,0 +1,84 @@
+"""Every way a probe can fail, mapped to exactly one :class:`FailureReason`, in one place.
+
+:func:`classify` is the only mapping from exceptions to reasons (the shape of httpx's
+``map_httpcore_exceptions``): checks run from the most specific to the most general, and the
+probe's *phase* (where it was when it failed) decides between otherwise ambiguous errors, e.g.
+a deadline hit while connecting is ``connection_timeout``, after connecting it is ``timeout``.
+Anything unexpected is ``other``; the label set stays closed whatever happens.
+
+Failures that are decided rather than raised (status, body, redirects, forbidden address) are
+raised as :class:`ProbeFailure`, which carries its reason.
+
+A connection to a forbidden address (a name that resolves to a link-local or cloud metadata
+address) is ``other``, with a detail that says "forbidden address": it is a refusal by the
+prober, not a condition of the target, so it must not read as the target being down
+(``connection_refused``).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from enum import Enum
+
+import h11
+import httpcore
+
+from route_monitor.probe.result import FailureReason as R
+
+
+class Phase(Enum):
+    DNS = "dns"
+    CONNECT = "connect"
+    TLS = "tls"
+    HTTP = "http"
+
+
+class ProbeFailure(Exception):
+    """A failure the prober decided itself (status, body, redirects, forbidden address)."""
+
+    def __init__(self, reason: R, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+_CONNECT_TIMEOUT_ERRNOS = {errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
+    """The reason and a human detail for ``exc`` raised while the probe was in ``phase``."""
+    where = phase.value
+    if isinstance(exc, ProbeFailure):
+        return exc.reason, exc.detail
+    if isinstance(exc, TimeoutError):
+        if phase is Phase.DNS:
+            return R.DNS_ERROR, "name resolution timed out"
+        if phase in (Phase.CONNECT, Phase.TLS):
+            return R.CONNECTION_TIMEOUT, f"deadline exceeded during {where}"
+        return R.TIMEOUT, "deadline exceeded waiting for the response"
+    if isinstance(exc, socket.gaierror) or (phase is Phase.DNS and isinstance(exc, (OSError, UnicodeError))):
+        return R.DNS_ERROR, f"cannot resolve host: {_describe(exc)}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return R.CERTIFICATE_INVALID, f"certificate invalid: {exc.verify_message or _describe(exc)}"
+    if isinstance(exc, ConnectionRefusedError):
+        return R.CONNECTION_REFUSED, "connection refused"
+    if phase is Phase.TLS and isinstance(exc, (ssl.SSLError, OSError, EOFError)):
+        return R.TLS_ERROR, f"TLS handshake failed: {_describe(exc)}"
+    if phase is Phase.CONNECT and isinstance(exc, OSError):
+        if exc.errno in _CONNECT_TIMEOUT_ERRNOS:
+            return R.CONNECTION_TIMEOUT, f"cannot connect: {_describe(exc)}"
+        return R.OTHER, f"cannot connect: {_describe(exc)}"
+    if isinstance(exc, (httpcore.RemoteProtocolError, httpcore.LocalProtocolError, h11.ProtocolError)):
+        return R.PROTOCOL_ERROR, f"invalid HTTP response: {_describe(exc)}"
+    if isinstance(exc, ssl.SSLError):
+        return R.TLS_ERROR, f"TLS error: {_describe(exc)}"
+    if isinstance(exc, (httpcore.ReadError, httpcore.WriteError, OSError)):
+        return R.OTHER, f"connection error during {where}: {_describe(exc)}"
+    return R.OTHER, f"{type(exc).__name__}: {_describe(exc)}"

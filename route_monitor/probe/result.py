@@ -1,0 +1,45 @@
+"""What one probe produced: a frozen :class:`ProbeResult` with a reason from a closed set.
+
+:class:`FailureReason` is exactly Contract 3's ``reason`` label set; its values are the label
+strings. Nothing else (error text, status codes, URLs) ever becomes a label: that goes in
+``detail``, which is for humans (logs, status, the demo's live view).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class FailureReason(enum.Enum):
+    DNS_ERROR = "dns_error"
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECTION_TIMEOUT = "connection_timeout"
+    TLS_ERROR = "tls_error"
+    CERTIFICATE_INVALID = "certificate_invalid"
+    TIMEOUT = "timeout"
+    HTTP_STATUS = "http_status"
+    BODY_MISMATCH = "body_mismatch"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    PROTOCOL_ERROR = "protocol_error"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    key: tuple[str, str]
+    """(namespace, monitor)"""
+    url: str
+    """The URL probed first (before redirects)."""
+    timestamp: float
+    """Wall-clock time the probe started (seconds since the epoch)."""
+    success: bool
+    reason: FailureReason | None
+    """None on success; exactly one reason on failure."""
+    duration_seconds: float
+    status_code: int | None
+    """Status of the last response received, if any."""
+    detail: str
+    """Human text: what happened (never used as a label)."""
+    cert_not_after: float | None = None
+    """Leaf certificate notAfter (epoch seconds) when TLS was used, even if verification failed."""

@@ -1,0 +1,99 @@
+"""When each monitor probes: a fixed phase per monitor, drift-free ticks, overdue runs skipped.
+
+Thousands of monitors with the same interval must not probe in lockstep, and one monitor's
+probes must stay exactly one interval apart however long probes take. So:
+
+- a monitor's ticks are ``offset + k * interval`` on the event loop's clock, where ``offset``
+  comes from a stable hash of ``namespace/monitor`` (the same on every restart and replica)
+  plus a small per-worker jitter (at most ``min(1 s, 2 % of the interval)`` by default);
+- ticks are absolute, so lateness never accumulates (drift-free);
+- a tick that is already a whole interval late when the worker gets to it is skipped, not
+  queued, and counted (``route_monitor_probes_skipped_total``).
+
+:class:`Schedule` is pure arithmetic; :func:`run_schedule` is the worker loop; :func:`guard`
+restarts a crashed long-running task (cancellation propagates); :func:`watch_loop_lag` measures
+how late the event loop wakes sleepers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+def hash_phase(key: tuple[str, str]) -> float:
+    """A stable number in [0, 1) for ``(namespace, monitor)`` (crc32: not salted per process)."""
+    return zlib.crc32(f"{key[0]}/{key[1]}".encode()) / 2**32
+
+
+@dataclass(frozen=True)
+class Schedule:
+    interval: float
+    """Seconds between ticks."""
+    offset: float
+    """Phase of the ticks within the interval, in seconds: ticks are ``offset + k * interval``."""
+
+    @classmethod
+    def for_monitor(cls, key: tuple[str, str], interval: float, *, jitter: float = 0.0) -> Schedule:
+        return cls(interval, (hash_phase(key) * interval + jitter) % interval)
+
+    def first_tick(self, now: float) -> float:
+        """The first tick at or after ``now``."""
+        return self.offset + math.ceil((now - self.offset) / self.interval) * self.interval
+
+    def catch_up(self, tick: float, now: float) -> tuple[float, int]:
+        """The tick to run now and how many whole intervals were skipped to get there."""
+        missed = math.floor((now - tick) / self.interval)
+        if missed <= 0:
+            return tick, 0
+        return tick + missed * self.interval, missed
+
+
+def default_jitter(interval: float, rng: random.Random, max_seconds: float = 1.0) -> float:
+    return rng.uniform(0, min(max_seconds, interval * 0.02))
+
+
+async def run_schedule(schedule: Schedule, run_once: Callable[[float], Awaitable[None]], *,
+                       on_skip: Callable[[int], None], clock: Callable[[], float] | None = None) -> None:
+    """Call ``run_once(tick)`` at every tick, forever; ``run_once`` measures its own lag."""
+    now_fn = clock or asyncio.get_running_loop().time
+    tick = schedule.first_tick(now_fn())
+    while True:
+        delay = tick - now_fn()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tick, skipped = schedule.catch_up(tick, now_fn())
+        if skipped:
+            on_skip(skipped)
+        await run_once(tick)
+        tick += schedule.interval
+
+
+async def guard(name: str, factory: Callable[[], Awaitable[None]], *, backoff: float = 1.0,
+                logger: logging.Logger = log) -> None:
+    """Run ``factory()`` until it returns; log and restart it after ``backoff`` when it crashes."""
+    while True:
+        try:
+            await factory()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("%s crashed; restarting in %.1fs", name, backoff)
+            await asyncio.sleep(backoff)
+
+
+async def watch_loop_lag(observe: Callable[[float], None], *, every: float = 0.5) -> None:
+    """Sleep ``every`` seconds, forever, and observe how much later than asked the loop woke us."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(every)
+        observe(max(0.0, loop.time() - start - every))

@@ -1,0 +1,121 @@
+"""Where a monitor's probes go: a Route, a Service or a URL target becomes one absolute URL.
+
+Used by the operator (objects from the API) and by ``standalone`` (objects from files). Every
+``resolve_*`` returns a safe URL or raises :class:`TargetError` with a CamelCase ``reason``
+(used as the ``TargetResolved`` condition reason) and a message for humans. Link-local and
+cloud-metadata targets are refused here (``Forbidden``), and again by the prober on the
+addresses a name resolves to at connect time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from route_monitor.probe.safety import forbidden_host
+from route_monitor.spec import Target
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    url: str
+    kind: str
+    """``route``, ``service`` or ``url``."""
+    name: str
+    """The Route's or Service's name; empty for URL targets."""
+
+
+class TargetError(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        """CamelCase: NoHost, NoPorts, PortNotFound, Forbidden, InvalidURL, URLTargetsNotAllowed."""
+        self.message = message
+
+
+def check_url_safe(url: str) -> None:
+    """Raise ``TargetError("Forbidden")`` for link-local and metadata hosts; loopback is allowed."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError as e:
+        raise TargetError("InvalidURL", f"{url!r} is not a valid URL: {e}") from None
+    if forbidden_host(host):
+        raise TargetError("Forbidden", f"{url}: {host} is a link-local or cloud metadata address; "
+                          "such targets are never probed")
+
+
+def _with_path(url: str, path: str | None) -> str:
+    """``path`` (when given) replaces the URL's path and query; a URL never lacks a path."""
+    parts = urlsplit(url)
+    if path is not None:
+        p, _, q = path.partition("?")
+        return urlunsplit((parts.scheme, parts.netloc, p or "/", q, ""))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
+
+
+def _admitted_host(route: Mapping[str, Any]) -> str:
+    for ingress in (route.get("status") or {}).get("ingress") or []:
+        admitted = any(c.get("type") == "Admitted" and str(c.get("status")) == "True"
+                       for c in ingress.get("conditions") or [])
+        if admitted and ingress.get("host"):
+            return str(ingress["host"])
+    return ""
+
+
+def resolve_route(route: Mapping[str, Any], path: str | None) -> ResolvedTarget:
+    """Host from an admitted ``status.ingress[]`` entry, else ``spec.host``; https if ``spec.tls``."""
+    meta = route.get("metadata") or {}
+    spec = route.get("spec") or {}
+    name = str(meta.get("name") or "")
+    host = _admitted_host(route) or str(spec.get("host") or "")
+    if not host:
+        raise TargetError("NoHost", f"Route {name} has no host yet (no admitted status.ingress[].host and no "
+                          "spec.host)")
+    scheme = "https" if spec.get("tls") else "http"
+    url = _with_path(f"{scheme}://{host}", path if path is not None else (spec.get("path") or "/"))
+    check_url_safe(url)
+    return ResolvedTarget(url=url, kind="route", name=name)
+
+
+def _pick_port(service: Mapping[str, Any], want: str) -> Mapping[str, Any]:
+    meta = service.get("metadata") or {}
+    ports = (service.get("spec") or {}).get("ports") or []
+    if not ports:
+        raise TargetError("NoPorts", f"Service {meta.get('name')} has no ports")
+    if not want:
+        return dict(ports[0])
+    for p in ports:
+        if str(p.get("name", "")) == want or str(p.get("port", "")) == want:
+            return dict(p)
+    known = ", ".join(f"{p.get('name') or '-'}:{p.get('port')}" for p in ports)
+    raise TargetError("PortNotFound", f"Service {meta.get('name')} has no port {want!r} (it has {known})")
+
+
+def resolve_service(service: Mapping[str, Any], target: Target, path: str | None, *,
+                    cluster_domain: str = "cluster.local") -> ResolvedTarget:
+    """``http(s)://NAME.NAMESPACE.svc.DOMAIN:PORT/path`` (the Service's cluster DNS name)."""
+    meta = service.get("metadata") or {}
+    name = str(meta.get("name") or target.name)
+    namespace = str(meta.get("namespace") or "default")
+    port = _pick_port(service, target.port)
+    number = int(port.get("port", 80))
+    scheme = target.scheme or ("https" if number in (443, 8443) or
+                               str(port.get("name", "")).startswith("https") else "http")
+    url = _with_path(f"{scheme}://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/")
+    check_url_safe(url)
+    return ResolvedTarget(url=url, kind="service", name=name)
+
+
+def resolve_url(target: Target, path: str | None, *, allow_url_targets: bool = True) -> ResolvedTarget:
+    """The target's URL, with ``path`` (when set) replacing its path and query."""
+    if not allow_url_targets:
+        raise TargetError("URLTargetsNotAllowed", "URL targets are disabled in this operator (start it with "
+                          "--allow-url-targets to probe them)")
+    parts = urlsplit(target.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError("InvalidURL", f"{target.url!r} is not an absolute http:// or https:// URL")
+    url = _with_path(target.url, path)
+    check_url_safe(url)
+    return ResolvedTarget(url=url, kind="url", name="")
