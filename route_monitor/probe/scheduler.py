@@ -7,8 +7,9 @@ probes must stay exactly one interval apart however long probes take. So:
   comes from a stable hash of ``namespace/monitor`` (the same on every restart and replica)
   plus a small per-worker jitter (at most ``min(1 s, 2 % of the interval)`` by default);
 - ticks are absolute, so lateness never accumulates (drift-free);
-- a tick that is already a whole interval late when the worker gets to it is skipped, not
-  queued, and counted (``route_monitor_probes_skipped_total``).
+- a tick that is already half an interval late when the worker gets to it (the previous run
+  overran, or the concurrency bound held it back) is skipped, not queued, and counted
+  (``route_monitor_probes_skipped_total``); the worker waits for the next tick on the grid.
 
 :class:`Schedule` is pure arithmetic; :func:`run_schedule` is the worker loop; :func:`guard`
 restarts a crashed long-running task (cancellation propagates); :func:`watch_loop_lag` measures
@@ -49,11 +50,15 @@ class Schedule:
         return self.offset + math.ceil((now - self.offset) / self.interval) * self.interval
 
     def catch_up(self, tick: float, now: float) -> tuple[float, int]:
-        """The tick to run now and how many whole intervals were skipped to get there."""
-        missed = math.floor((now - tick) / self.interval)
-        if missed <= 0:
+        """The tick to run and how many ticks were skipped to get there.
+
+        A tick less than half an interval late runs now (its lateness is the schedule lag);
+        a later one is overdue: it and any other passed ticks are skipped, and the next run
+        is the next tick in the future, so runs stay on the grid and never bunch up."""
+        if now - tick < self.interval / 2:
             return tick, 0
-        return tick + missed * self.interval, missed
+        upcoming = self.first_tick(now)
+        return upcoming, round((upcoming - tick) / self.interval)
 
 
 def default_jitter(interval: float, rng: random.Random, max_seconds: float = 1.0) -> float:
@@ -72,6 +77,7 @@ async def run_schedule(schedule: Schedule, run_once: Callable[[float], Awaitable
         tick, skipped = schedule.catch_up(tick, now_fn())
         if skipped:
             on_skip(skipped)
+            continue
         await run_once(tick)
         tick += schedule.interval
 
