@@ -1,0 +1,215 @@
+"""A real Kubernetes control plane for tests: etcd + kube-apiserver + kube-controller-manager.
+
+Started once per test session on free loopback ports (``/work/shared/TESTING.md``), with:
+
+- the CRDs installed before the controller-manager starts (so its garbage collector knows them
+  from the start): ``crds/routemonitor.yaml`` and the test stand-ins ``tests/crds/*.yaml``;
+- an admin kubeconfig (``system:masters``) for the tests themselves, and an operator kubeconfig
+  for a token user bound *only* to the ClusterRole from ``deploy/``, so RBAC is tested for real;
+- ``restart_apiserver()`` for watch-recovery tests; every process is stopped by its pid.
+
+Binaries: ``$RM_CACHE/kubernetes-1.20.2/`` (built by ``scripts/bootstrap.sh --system``), etcd
+from Debian.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.support.net import free_port, port_open, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBE_VERSION = "1.20.2"
+CACHE = Path(os.environ.get("RM_CACHE", Path.home() / ".cache" / "route-monitor"))
+KUBE_BIN = CACHE / f"kubernetes-{KUBE_VERSION}"
+CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", ROOT / "tests" / "crds" / "route.yaml",
+             ROOT / "tests" / "crds" / "prometheusrule.yaml")
+CLUSTER_ROLE_FILE = ROOT / "deploy" / "clusterrole.yaml"
+ADMIN_TOKEN = "admin-token"
+OPERATOR_TOKEN = "operator-token"
+OPERATOR_USER = "route-monitor-operator"
+
+
+def kubeconfig(server: str, token: str, user: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Config", "current-context": "test",
+        "clusters": [{"name": "test", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": user, "namespace": "default"}}],
+    }
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    server: str
+    admin_kubeconfig: Path
+    operator_kubeconfig: Path
+    apiserver_args: list[str]
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def log(self, name: str, tail: int = 40) -> str:
+        lines = (self.workdir / f"{name}.log").read_text(errors="replace").splitlines()
+        return "\n".join(lines[-tail:])
+
+    def ready(self) -> bool:
+        try:
+            r = httpx.get(f"{self.server}/readyz", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                          verify=False, timeout=2)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    def start_apiserver(self) -> None:
+        proc = self._spawn("kube-apiserver", self.apiserver_args)
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"kube-apiserver exited:\n{self.log('kube-apiserver')}")
+            return self.ready()
+
+        wait_for(up, timeout=90, interval=0.2, what="kube-apiserver /readyz")
+
+    def stop_apiserver(self) -> None:
+        _stop(self.procs.pop("kube-apiserver"))
+
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        """Stop the apiserver (watches break), optionally stay down a while, start it again."""
+        self.stop_apiserver()
+        time.sleep(down_seconds)
+        self.start_apiserver()
+
+    def stop(self) -> None:
+        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+            if name in self.procs:
+                _stop(self.procs.pop(name))
+
+
+def _write_keys(workdir: Path) -> tuple[Path, Path]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    priv, pub = workdir / "sa.key", workdir / "sa.pub"
+    priv.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                       serialization.NoEncryption()))
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    return priv, pub
+
+
+def _admin_request(cluster: Cluster, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+    return httpx.request(method, f"{cluster.server}{path}", json=body, verify=False, timeout=10,
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+
+
+def _install(cluster: Cluster) -> None:
+    """CRDs (waiting until each is Established), and the operator's ClusterRole bound to the
+    operator's test user (instead of the ServiceAccount the Deployment uses)."""
+    for path in CRD_FILES:
+        crd = yaml.safe_load(path.read_text())
+        r = _admin_request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        assert r.status_code == 201, f"{path.name} rejected by kube-apiserver: {r.text}"
+
+        def established(name: str = crd["metadata"]["name"]) -> bool:
+            got = _admin_request(cluster, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conds = got.json().get("status", {}).get("conditions", [])
+            return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+        wait_for(established, timeout=30, what=f"CRD {crd['metadata']['name']} established")
+    role = yaml.safe_load(CLUSTER_ROLE_FILE.read_text())
+    r = _admin_request(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    assert r.status_code == 201, r.text
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "route-monitor-test-operator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER}],
+    }
+    r = _admin_request(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    assert r.status_code == 201, r.text
+
+
+def start_cluster(workdir: Path) -> Cluster:
+    missing = [b for b in ("kube-apiserver", "kube-controller-manager") if not (KUBE_BIN / b).exists()]
+    if missing or not shutil.which("etcd"):
+        pytest.fail(f"control-plane binaries missing ({', '.join(missing) or 'etcd'}): "
+                    "run scripts/bootstrap.sh --system (or scripts/test.sh)", pytrace=False)
+    priv, pub = _write_keys(workdir)
+    tokens = workdir / "tokens.csv"
+    tokens.write_text(f"{ADMIN_TOKEN},admin,admin,system:masters\n{OPERATOR_TOKEN},{OPERATOR_USER},operator-uid\n")
+    etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
+    server = f"https://127.0.0.1:{api_port}"
+    admin_kc, operator_kc = workdir / "admin.kubeconfig", workdir / "operator.kubeconfig"
+    admin_kc.write_text(yaml.safe_dump(kubeconfig(server, ADMIN_TOKEN, "admin")))
+    operator_kc.write_text(yaml.safe_dump(kubeconfig(server, OPERATOR_TOKEN, OPERATOR_USER)))
+    apiserver_args = [
+        str(KUBE_BIN / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={workdir / 'certs'}",
+        f"--token-auth-file={tokens}", "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-account-signing-key-file={priv}", f"--service-account-key-file={pub}",
+        "--service-cluster-ip-range=10.96.0.0/16", "--disable-admission-plugins=ServiceAccount",
+        "--enable-priority-and-fairness=false",
+    ]
+    cluster = Cluster(workdir=workdir, server=server, admin_kubeconfig=admin_kc, operator_kubeconfig=operator_kc,
+                      apiserver_args=apiserver_args)
+    try:
+        cluster._spawn("etcd", [
+            "etcd", f"--data-dir={workdir / 'etcd'}", f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}", f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=default=http://127.0.0.1:{etcd_peer}",
+        ])
+        wait_for(lambda: port_open(etcd_port), timeout=30, what="etcd")
+        cluster.start_apiserver()
+        _install(cluster)
+        cluster._spawn("kube-controller-manager", [
+            str(KUBE_BIN / "kube-controller-manager"), f"--kubeconfig={admin_kc}",
+            "--controllers=garbagecollector,namespace", "--bind-address=127.0.0.1", "--secure-port=0",
+            "--port=0", "--leader-elect=false",
+        ])
+        wait_for(lambda: "all resource monitors have synced" in cluster.log("kube-controller-manager", 200),
+                 timeout=60, what="kube-controller-manager's garbage collector")
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        c.stop()
