@@ -47,19 +47,27 @@ class TargetInfo:
     name: str
 
 
-class MonitorSeries:
-    """The live series of one monitor. Mutated only by :meth:`record` on the event loop."""
+class Hist:
+    """One monitor's duration histogram (non-cumulative bucket counts; the last one is +Inf)."""
 
-    __slots__ = ("bounds", "buckets", "by_reason", "cert_not_after", "count", "failure", "info", "key",
-                 "last_success", "success", "sum")
+    __slots__ = ("bounds", "buckets", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.buckets = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+
+class MonitorSeries:
+    """The live series of one monitor. Mutated only on the event loop; a scrape (possibly in
+    another thread) reads each attribute once, so it always sees a consistent histogram."""
+
+    __slots__ = ("by_reason", "cert_not_after", "failure", "hist", "info", "key", "last_success", "success")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
         self.key = key
         self.info = info
-        self.bounds = bounds
-        self.buckets = [0] * (len(bounds) + 1)
-        self.sum = 0.0
-        self.count = 0
+        self.hist = Hist(bounds)
         self.success = 0
         self.failure = 0
         self.by_reason: dict[FailureReason, int] = {}
@@ -70,10 +78,9 @@ class MonitorSeries:
         if result.success:
             self.success += 1
             self.last_success = 1
-            d = result.duration_seconds
-            self.buckets[bisect.bisect_left(self.bounds, d)] += 1
-            self.sum += d
-            self.count += 1
+            h, d = self.hist, result.duration_seconds
+            h.buckets[bisect.bisect_left(h.bounds, d)] += 1
+            h.sum += d
         else:
             self.failure += 1
             self.last_success = 0
@@ -108,8 +115,8 @@ class ProbeMetrics:
         if series is None:
             series = self._series[key] = MonitorSeries(key, info, bounds)
             return series
-        if series.bounds != bounds:
-            series.bounds, series.buckets, series.sum, series.count = bounds, [0] * (len(bounds) + 1), 0.0, 0
+        if series.hist.bounds != bounds:
+            series.hist = Hist(bounds)
         if series.info.url != info.url:
             series.cert_not_after = None
         series.info = info
@@ -151,13 +158,14 @@ class _Collector:
             ns, mon = s.key
             probes.add_metric([ns, mon, names.RESULT_SUCCESS], s.success)
             probes.add_metric([ns, mon, names.RESULT_FAILURE], s.failure)
-            for reason, n in sorted(s.by_reason.items(), key=lambda kv: kv[0].value):
+            for reason, n in sorted(list(s.by_reason.items()), key=lambda kv: kv[0].value):
                 failures.add_metric([ns, mon, reason.value], n)
+            h = s.hist
             cumulative, acc = [], 0
-            for le, n in zip(_le_labels(s.bounds), s.buckets, strict=True):
+            for le, n in zip(_le_labels(h.bounds), list(h.buckets), strict=True):
                 acc += n
                 cumulative.append((le, acc))
-            duration.add_metric([ns, mon], cumulative, s.sum)
+            duration.add_metric([ns, mon], cumulative, h.sum)
             if s.last_success is not None:
                 success.add_metric([ns, mon], s.last_success)
             if s.cert_not_after is not None:
