@@ -1,0 +1,122 @@
+"""Run the engine benchmark: our engine and blackbox_exporter, one after the other, in the same
+invocation, against the same local targets at the same rates. Loopback only, bounded in time.
+
+    python -m benchmarks.run                      # full set (about 12 minutes)
+    python -m benchmarks.run --quick              # smoke run (about 1 minute, small numbers)
+    python -m benchmarks.run --only 5k@30s        # one scenario
+
+Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), ``https-1k@30s``
+(the same over TLS, certificates verified against a trustme CA), and ``max`` (5,000 targets,
+the interval shortened step by step until a side no longer keeps up: achieved rate below 95 %
+of the schedule, lag p99 at or above 250 ms, or skipped probes). Writes
+``benchmarks/results/latest.json`` and ``latest.md`` (the table used in RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import blackbox, measure, ours, report, targets
+
+HERE = Path(__file__).resolve().parent
+LAG_GOAL_S = 0.250
+
+
+def sustained(row: dict[str, Any]) -> bool:
+    lag = row.get("lag_p99_s") if row["engine"] == "route-monitor" else row.get("latency_p99_s")
+    return (row["achieved_per_s"] >= 0.95 * row["scheduled_per_s"] and lag is not None and lag < LAG_GOAL_S
+            and not row.get("skipped") and row["success_ratio"] > 0.99)
+
+
+async def pair(name: str, urls: list[str], interval: float, *, warmup: float, measure_s: float, work: Path,
+               ca: str | None, sides: tuple[str, ...] = ("ours", "blackbox")) -> list[dict[str, Any]]:
+    rows = []
+    for side in sides:
+        load_before = Path("/proc/loadavg").read_text().split()[0]
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {side}, {len(urls)} targets every {interval:g}s "
+              f"({len(urls) / interval:.0f}/s), load {load_before}", file=sys.stderr, flush=True)
+        runner = ours.run if side == "ours" else blackbox.run
+        row = await runner(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
+                           workdir=work / name.replace("@", "_").replace("/", "") / side, ca_file=ca)
+        row.update(scenario=name, targets=len(urls), interval_s=interval, loadavg_before=float(load_before))
+        row["sustained"] = sustained(row)
+        print(f"    {report.short(row)}", file=sys.stderr, flush=True)
+        rows.append(row)
+    return rows
+
+
+async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    w, m = args.warmup, args.measure
+    plan = {"1k@30s": (1000, "http"), "5k@30s": (5000, "http"), "https-1k@30s": (1000, "https")}
+    for name, (count, scheme) in plan.items():
+        if args.only and name not in args.only:
+            continue
+        if args.quick:
+            count //= 10
+        urls = targets.target_urls(ready, count, scheme=scheme)
+        ca = ready["ca"] if scheme == "https" else None
+        rows += await pair(name, urls, args.interval, warmup=w, measure_s=m, work=work, ca=ca)
+    if not args.only or "max" in args.only:
+        count = 500 if args.quick else 5000
+        urls = targets.target_urls(ready, count)
+        for side in ("ours", "blackbox"):
+            for rate in args.rates:
+                row = (await pair(f"max@{rate:g}/s", urls, count / rate, warmup=args.step_warmup,
+                                  measure_s=args.step_measure, work=work, ca=None, sides=(side,)))[0]
+                rows.append(row)
+                if not row["sustained"]:
+                    break
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", action="append", help="run only this scenario (1k@30s, 5k@30s, https-1k@30s, max)")
+    p.add_argument("--interval", type=float, default=30.0, help="interval of the fixed scenarios (default 30)")
+    p.add_argument("--warmup", type=float, default=15.0, help="seconds before each measured window (default 15)")
+    p.add_argument("--measure", type=float, default=60.0,
+                   help="measured window per run, seconds (default 60: a whole number of 30 s intervals)")
+    p.add_argument("--rates", type=float, nargs="+", default=[250, 500, 750, 1000, 1500],
+                   help="probe rates of the max scenario, probes/s (default 250 500 750 1000 1500)")
+    p.add_argument("--step-warmup", type=float, default=8.0)
+    p.add_argument("--step-measure", type=float, default=20.0)
+    p.add_argument("--quick", action="store_true", help="a tenth of the targets, short windows (smoke run)")
+    p.add_argument("--out", type=Path, default=HERE / "results", help="where latest.json/latest.md go")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.warmup, args.measure, args.step_warmup, args.step_measure = 3.0, 8.0, 3.0, 6.0
+        args.interval = 4.0  # the window is a whole number of intervals: every target counts the same
+        args.rates = args.rates[:2]
+    if not blackbox.available():
+        print(f"{blackbox.EXPORTER} is missing: apt-get install prometheus-blackbox-exporter", file=sys.stderr)
+        return 2
+    work = Path(f"/tmp/route-monitor-bench-{time.strftime('%Y%m%dT%H%M%S')}")
+    server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "16", "--tls-ports", "4",
+                                   "--tls-dir", str(work)], ready_line=True, log_path=str(work) + "-targets.log")
+    assert ready is not None
+    started = time.time()
+    try:
+        rows = asyncio.run(scenarios(ready, args, work))
+        target_cpu = measure.sample(server.pid).cpu_seconds
+    finally:
+        measure.stop(server)
+    result = {"machine": report.machine(), "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
+              "duration_s": time.time() - started, "command": "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
+              "target_server_cpu_s": target_cpu, "rows": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = report.markdown(result)
+    (args.out / "latest.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Many cheap local HTTP(S) probe targets in one process, for the benchmarks.
+
+One asyncio server (low-level ``Protocol``, no framework) listens on a few loopback ports and
+answers any request on any path with ``200 ok`` and ``Connection: close``. Targets are distinct
+URLs (``http://127.0.0.1:PORT/t/N``), spread over the ports so that a fresh connection per probe
+never runs out of local ports (each port is its own 4-tuple space).
+
+    python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR]
+
+prints one JSON line ``{"http": [ports], "https": [ports], "ca": "DIR/ca.pem"}`` when ready and
+serves until SIGTERM/SIGINT. With ``--tls-ports`` it makes a trustme CA and a certificate for
+``127.0.0.1``/``localhost`` and writes the CA to ``DIR/ca.pem``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import ssl
+import sys
+from pathlib import Path
+
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+MAX_HEADER_BYTES = 16384
+
+
+class OkProtocol(asyncio.Protocol):
+    """Reads one request head, answers 200 and closes. No parsing beyond the blank line."""
+
+    __slots__ = ("buffer", "transport")
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        if b"\r\n\r\n" in self.buffer:
+            self.transport.write(RESPONSE)
+            self.transport.close()
+        elif len(self.buffer) > MAX_HEADER_BYTES:
+            self.transport.write(BAD_REQUEST)
+            self.transport.close()
+
+
+def tls_context(directory: Path) -> tuple[ssl.SSLContext, Path]:
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_path = directory / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    return ctx, ca_path
+
+
+async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1") -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    servers: list[asyncio.Server] = []
+    http_ports: list[int] = []
+    https_ports: list[int] = []
+    ca_path: Path | None = None
+    for _ in range(ports):
+        srv = await loop.create_server(OkProtocol, host, 0, backlog=4096)
+        servers.append(srv)
+        http_ports.append(srv.sockets[0].getsockname()[1])
+    if tls_ports:
+        ctx, ca_path = tls_context(tls_dir or Path("."))
+        for _ in range(tls_ports):
+            srv = await loop.create_server(OkProtocol, host, 0, ssl=ctx, backlog=4096)
+            servers.append(srv)
+            https_ports.append(srv.sockets[0].getsockname()[1])
+    ready = {"http": http_ports, "https": https_ports, "ca": str(ca_path) if ca_path else None}
+    print(json.dumps(ready), flush=True)
+    await stop.wait()
+    for srv in servers:
+        srv.close()
+
+
+def target_urls(ready: dict[str, object], count: int, *, scheme: str = "http", host: str = "127.0.0.1") -> list[str]:
+    """``count`` distinct URLs spread round-robin over the ports the server reported."""
+    ports = ready[scheme]
+    assert isinstance(ports, list) and ports, f"target server has no {scheme} ports"
+    return [f"{scheme}://{host}:{ports[i % len(ports)]}/t/{i:05d}" for i in range(count)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ports", type=int, default=8, help="plain HTTP ports (default 8)")
+    p.add_argument("--tls-ports", type=int, default=0, help="HTTPS ports (default 0)")
+    p.add_argument("--tls-dir", type=Path, help="where ca.pem is written (with --tls-ports)")
+    args = p.parse_args(argv)
+    asyncio.run(serve(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
