@@ -1,0 +1,142 @@
+"""``route-monitor standalone PATH...``: the probe engine on monitors read from YAML files.
+
+Serves ``/metrics`` (``--metrics-address``), writes the generated rules to ``--rules-dir`` as
+plain Prometheus rule files, re-reads the files when they change (polling), and exits 0 on
+SIGTERM/SIGINT. Problems go to stderr naming the file, the object and the field; with nothing
+valid to monitor at start-up the exit status is 2. On a reload, a monitor whose manifest became
+invalid keeps its last good spec (and the error is printed); one removed from the files stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from prometheus_client import CollectorRegistry
+
+from route_monitor.fileplan import Key, Plan, Planned, fingerprint, plan
+from route_monitor.httpserver import MetricsServer
+from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.result import ProbeResult
+from route_monitor.rulefiles import write_rules
+
+RELOAD_POLL_SECONDS = 1.0
+
+
+def say(text: str, stream: TextIO | None = None) -> None:
+    print(text, file=stream or sys.stderr, flush=True)
+
+
+class Transitions:
+    """Prints a line when a monitor goes up or down (not on every probe)."""
+
+    def __init__(self, out: Callable[[str], None] = say) -> None:
+        self._last: dict[Key, bool] = {}
+        self._out = out
+
+    def __call__(self, r: ProbeResult) -> None:
+        if self._last.get(r.key) == r.success:
+            return
+        self._last[r.key] = r.success
+        state = "UP" if r.success else f"DOWN ({r.reason.value if r.reason else 'other'}: {r.detail})"
+        self._out(f"{r.key[0]}/{r.key[1]}: {state}  {r.url}")
+
+
+class Standalone:
+    def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
+                 max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS) -> None:
+        self.paths = paths
+        self.rules_dir = Path(rules_dir) if rules_dir else None
+        self.registry = CollectorRegistry()
+        self.engine = ProbeEngine(metrics=ProbeMetrics(self.registry), max_concurrency=max_concurrency,
+                                  on_result=Transitions())
+        self.server = MetricsServer(self.registry, *metrics_address)
+        self.current: dict[Key, Planned] = {}
+        self.poll = poll
+
+    def apply(self, new: Plan) -> tuple[int, int, int]:
+        """Make the engine and the rule files match ``new``; returns (added, changed, removed)."""
+        for p in new.problems:
+            say(str(p))
+        wanted = dict(new.monitors)
+        for key in new.failed - set(wanted):
+            if key in self.current:
+                say(f"{key[0]}/{key[1]}: keeping its last good spec until the error above is fixed")
+                wanted[key] = self.current[key]
+        added = [k for k in wanted if k not in self.current]
+        changed = [k for k in wanted if k in self.current and wanted[k] != self.current[k]]
+        removed = [k for k in self.current if k not in wanted]
+        for key in removed:
+            self.engine.remove_monitor(key)
+        for key in (*added, *changed):
+            self.engine.set_monitor(wanted[key].spec, wanted[key].target)
+        self.current = wanted
+        if self.rules_dir is not None:
+            written, deleted = write_rules(self.rules_dir, [p.spec.slo() for p in wanted.values()])
+            if written or deleted:
+                say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules_dir}")
+        return len(added), len(changed), len(removed)
+
+    async def main(self) -> int:
+        first = plan(self.paths)
+        if not first.monitors:
+            for p in first.problems:
+                say(str(p))
+            say("error: nothing valid to monitor in " + " ".join(self.paths))
+            return 2
+        try:
+            self.server.start()
+        except OSError as e:
+            say(f"error: cannot serve metrics on {self.server.host}:{self.server.port}: {e.strerror or e}")
+            return 1
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            async with self.engine:
+                self.apply(first)
+                for p in self.current.values():
+                    say(f"monitoring {p.spec.namespace}/{p.spec.name}: {p.target.url} every "
+                        f"{p.spec.probe.interval_ms / 1000:g}s")
+                say(f"metrics: {self.server.url}" + (f"  rules: {self.rules_dir}/*.rules.yml"
+                                                     if self.rules_dir else ""))
+                await self._watch(stop)
+        finally:
+            self.server.stop()
+        say("stopped")
+        return 0
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        seen = fingerprint(self.paths)
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=self.poll)
+                return
+            except TimeoutError:
+                pass
+            now = fingerprint(self.paths)
+            if now == seen:
+                continue
+            seen = now
+            try:
+                added, changed, removed = self.apply(plan(self.paths))
+            except Exception as e:  # a reload must never take the running monitors down
+                logging.getLogger(__name__).exception("reload failed")
+                say(f"error: reload failed, keeping the running monitors: {e}")
+                continue
+            say(f"reloaded: {len(self.current)} monitor(s) (+{added} ~{changed} -{removed})")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
+                     max_concurrency=args.max_concurrency)
+    return asyncio.run(app.main())

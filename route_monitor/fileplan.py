@@ -1,0 +1,92 @@
+"""What ``standalone`` (and ``demo``) monitor, read from YAML files: specs with resolved targets.
+
+:func:`plan` loads the files, collects monitors (``route_monitor.manifests``) and resolves each
+target: URL targets as written, Route targets from the Route manifests in the same files
+(``spec.host``/``spec.tls``/``spec.path``), Service targets as the Service's cluster DNS name.
+Every problem names the file, the object and the field; one bad object never hides the others.
+:func:`fingerprint` tells when the files changed (polling mtimes and sizes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from route_monitor import manifests
+from route_monitor.manifests import ManifestError
+from route_monitor.resolve import ResolvedTarget, TargetError, resolve_route, resolve_service, resolve_url
+from route_monitor.spec import MonitorSpec
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Planned:
+    spec: MonitorSpec
+    target: ResolvedTarget
+    source: str
+
+
+@dataclass
+class Plan:
+    monitors: dict[Key, Planned] = field(default_factory=dict)
+    problems: list[ManifestError] = field(default_factory=list)
+    failed: set[Key] = field(default_factory=set)
+    """Monitors named in the files that have an error (a reload keeps their last good spec)."""
+
+
+def _resolve(spec: MonitorSpec, found: manifests.Collection) -> ResolvedTarget:
+    t = spec.target
+    if t.kind == "url":
+        return resolve_url(t, spec.path)
+    objects = found.routes if t.kind == "route" else found.services
+    obj = objects.get((spec.namespace, t.name))
+    if obj is None:
+        what = "Route" if t.kind == "route" else "Service"
+        raise TargetError("NotFound", f"{what} {spec.namespace}/{t.name} is not in the given files")
+    if t.kind == "route":
+        return resolve_route(obj, spec.path)
+    return resolve_service(obj, t, spec.path)
+
+
+def _key_of(ref: str) -> Key | None:
+    parts = ref.split("/")
+    return (parts[1], parts[2]) if len(parts) == 3 else None
+
+
+def plan(paths: Iterable[str | Path]) -> Plan:
+    loaded, errors = manifests.load(paths)
+    found = manifests.collect(loaded)
+    out = Plan(problems=[*errors, *found.problems])
+    for p in found.problems:
+        key = _key_of(p.ref)
+        if key is not None and not p.warning:
+            out.failed.add(key)
+    refs = {m.ref for m in loaded}
+    for spec in found.monitors:
+        source = found.sources.get(spec.key, "")
+        try:
+            target = _resolve(spec, found)
+        except TargetError as e:
+            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
+            out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))
+            out.failed.add(spec.key)
+            continue
+        out.monitors[spec.key] = Planned(spec, target, source)
+    return out
+
+
+def fingerprint(paths: Iterable[str | Path]) -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime_ns, size) of every manifest file: changes when any file is edited, added or removed."""
+    out = []
+    for p in map(Path, paths):
+        files = sorted(f for f in p.rglob("*") if f.suffix in manifests.YAML_SUFFIXES) if p.is_dir() else [p]
+        for f in files:
+            try:
+                st = f.stat()
+            except OSError:
+                out.append((str(f), -1, -1))
+                continue
+            out.append((str(f), st.st_mtime_ns, st.st_size))
+    return tuple(out)
