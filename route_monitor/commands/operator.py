@@ -1,0 +1,79 @@
+"""``route-monitor operator``: run in a cluster (Contract 5).
+
+Wires the parts together: kopf (watches) -> supervisor (reconciles) -> probe engine, Kubernetes
+writes (lightkube, server-side apply as ``route-monitor``), ``/metrics`` + ``/readyz`` on the
+metrics port and kopf's ``/healthz`` on the health port. Credentials: the in-cluster service
+account, else ``$KUBECONFIG`` / ``~/.kube/config``. Stops cleanly on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+
+import kopf
+from lightkube import AsyncClient, KubeConfig
+from prometheus_client import CollectorRegistry
+
+from alert_rules import names
+from route_monitor.operator import http
+from route_monitor.operator.handlers import build_registry, kopf_settings
+from route_monitor.operator.kube import KubeWriter
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.supervisor import Supervisor
+from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.result import ProbeResult
+
+log = logging.getLogger("route_monitor.operator")
+
+
+def settings_from_args(args: argparse.Namespace) -> OperatorSettings:
+    return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
+                            metrics_port=args.metrics_port, health_port=args.health_port,
+                            max_concurrency=args.max_concurrency)
+
+
+async def serve(settings: OperatorSettings) -> int:
+    registry = CollectorRegistry()
+    operator_metrics = OperatorMetrics(registry)
+    client = AsyncClient(config=KubeConfig.from_env(), field_manager=names.FIELD_MANAGER)
+    supervisor: Supervisor | None = None
+
+    def on_result(result: ProbeResult) -> None:
+        if supervisor is not None:
+            supervisor.on_result(result)
+
+    engine = ProbeEngine(metrics=ProbeMetrics(registry), max_concurrency=settings.max_concurrency,
+                         on_result=on_result)
+    supervisor = Supervisor(settings=settings, kube=KubeWriter(client, operator_metrics), engine=engine,
+                            metrics=operator_metrics)
+    ready = asyncio.Event()
+    runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set)
+    await engine.start()
+    loop_task = asyncio.create_task(supervisor.run(), name="supervisor")
+    log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d",
+             "namespaces " + ", ".join(settings.namespaces) if settings.namespaces else "all namespaces",
+             "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port)
+    try:
+        await kopf.operator(
+            registry=build_registry(supervisor), settings=kopf_settings(), standalone=True,
+            clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,
+            liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
+        )
+    finally:
+        loop_task.cancel()
+        await asyncio.gather(loop_task, return_exceptions=True)
+        await engine.close()
+        await runner.cleanup()
+        await client.close()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpx2"):  # one INFO line per request
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return asyncio.run(serve(settings_from_args(args)))

@@ -1,0 +1,88 @@
+"""The kopf edge: watch-event handlers that feed the supervisor, and kopf's settings.
+
+Only ``@kopf.on.event`` handlers: they store nothing on the objects (no finalizers, no
+annotations, no status), and there are no kopf daemons or timers on users' Routes and
+Services. The persistence settings make sure of it: kopf's progress and diff-base storages
+are replaced with ones that never write.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from alert_rules import names
+from route_monitor.operator.supervisor import Supervisor
+
+
+class _NoProgress(kopf.ProgressStorage):
+    """Keeps no handler progress on objects (event handlers need none)."""
+
+    def fetch(self, **_: Any) -> None:
+        return None
+
+    def store(self, **_: Any) -> None:
+        pass
+
+    def purge(self, **_: Any) -> None:
+        pass
+
+    def touch(self, **_: Any) -> None:
+        pass
+
+    def clear(self, *, essence: Any) -> Any:
+        return essence
+
+
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """Keeps no last-handled configuration on objects (no annotation)."""
+
+    def fetch(self, **_: Any) -> None:
+        return None
+
+    def store(self, **_: Any) -> None:
+        pass
+
+
+def kopf_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.persistence.progress_storage = _NoProgress()
+    settings.persistence.diffbase_storage = _NoDiffBase()
+    settings.persistence.finalizer = f"{names.GROUP}/unused"  # never added: no handler requires one
+    settings.posting.enabled = False  # the operator posts its own, deduplicated Warning events
+    settings.scanning.disabled = True  # no list/watch of CRDs and namespaces needed (least privilege)
+    settings.peering.standalone = True  # one replica; no peering resources needed
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 30
+    return settings
+
+
+def build_registry(supervisor: Supervisor) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    @kopf.on.event("route.openshift.io", "v1", "routes", registry=registry)
+    def route_event(event: kopf.RawEvent, **_: Any) -> None:
+        supervisor.observe("route", event["type"], event["object"])
+
+    @kopf.on.event("", "v1", "services", registry=registry)
+    def service_event(event: kopf.RawEvent, **_: Any) -> None:
+        supervisor.observe("service", event["type"], event["object"])
+
+    @kopf.on.event(names.GROUP, names.VERSION, names.PLURAL, registry=registry)
+    def monitor_event(event: kopf.RawEvent, **_: Any) -> None:
+        supervisor.observe("routemonitor", event["type"], event["object"])
+
+    @kopf.on.probe(id="monitors", registry=registry)
+    def monitors(**_: Any) -> dict[str, int]:
+        return supervisor.metrics.counts()
+
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    return registry

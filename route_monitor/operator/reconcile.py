@@ -1,0 +1,160 @@
+"""One reconcile of one ``(namespace, name)`` key: make the cluster and the probe engine match
+the world, with as few API writes as possible.
+
+1. Annotated Route/Service -> generated RouteMonitor (apply, delete, or leave it), Warning
+   events (each posted once while it holds).
+2. RouteMonitor -> probe engine (add/replace/remove), PrometheusRule (applied when it changes),
+   status (written when it changes; a probe-result-only change at most every
+   ``status_min_interval`` per monitor; never per probe).
+
+Caches here only save writes; the truth is always recomputed from the world, so a restart
+rebuilds everything and writes nothing that is already right.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from alert_rules.model import InvalidSpec
+from route_monitor.operator import plan, status
+from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.world import Key, World
+from route_monitor.probe.result import ProbeResult
+from route_monitor.resolve import ResolvedTarget
+from route_monitor.spec import MonitorSpec, parse_routemonitor
+
+log = logging.getLogger(__name__)
+
+
+class Engine(Protocol):
+    def set_monitor(self, spec: MonitorSpec, target: ResolvedTarget) -> None: ...
+    def remove_monitor(self, key: tuple[str, str]) -> None: ...
+
+
+class RetryLater(Exception):
+    """The reconcile wrote what it could (status says what failed); try again after a backoff."""
+
+
+class Reconciler:
+    def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
+                 metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
+        self.metrics, self._schedule, self._clock = metrics, schedule, clock
+        self.results: dict[Key, ProbeResult] = {}
+        self._rules: dict[Key, str] = {}
+        self._written: dict[Key, dict[str, Any]] = {}
+        self._written_at: dict[Key, float] = {}
+        self._warned: dict[Key, set[plan.WarningEvent]] = {}
+
+    async def reconcile(self, key: Key) -> None:
+        await self._generated(key)
+        await self._monitor(key)
+
+    async def _generated(self, key: Key) -> None:
+        decision = plan.plan_generated(self.world, key)
+        active = set(decision.warnings)
+        for w in active - self._warned.get(key, set()):
+            log.warning("%s %s/%s: %s", w.reason, key[0], key[1], w.message)
+            await self.kube.warn(dict(w.involved), w.reason, w.message)
+        self._warned[key] = active
+        if decision.action == "apply" and decision.manifest is not None:
+            log.info("applying generated RouteMonitor %s/%s", *key)
+            await self.kube.apply_monitor(decision.manifest)
+        elif decision.action == "delete":
+            log.info("deleting RouteMonitor %s/%s: its annotation was removed", *key)
+            await self.kube.delete_monitor(*key)
+
+    def _forget(self, key: Key) -> None:
+        self.engine.remove_monitor(key)
+        for cache in (self.results, self._rules, self._written, self._written_at):
+            cache.pop(key, None)  # type: ignore[attr-defined]
+        self.metrics.set_state(key, None)
+
+    async def _monitor(self, key: Key) -> None:
+        body = self.world.monitors.get(key)
+        if body is None:
+            self._forget(key)
+            return
+        generation = int((body.get("metadata") or {}).get("generation") or 0)
+        try:
+            spec = parse_routemonitor(body)
+        except InvalidSpec as e:
+            self.engine.remove_monitor(key)
+            self.metrics.set_state(key, "invalid")
+            await self._write_status(key, body, status.Observed(generation=generation, invalid=str(e)))
+            return
+        target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
+                                     cluster_domain=self.settings.cluster_domain)
+        if isinstance(target, ResolvedTarget):
+            self.engine.set_monitor(spec, target)
+        else:
+            self.engine.remove_monitor(key)
+        rules_error, retry = await self._apply_rules(key, spec, body)
+        state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
+                 else "rules_failed" if rules_error else "ready")
+        self.metrics.set_state(key, state)
+        obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
+                              rules_error=rules_error, rules_name=f"{key[0]}/{key[1]}",
+                              last_result=self.results.get(key))
+        await self._write_status(key, body, obs)
+        if retry:
+            raise RetryLater(rules_error)
+
+    async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> tuple[str | None, bool]:
+        try:
+            rule = plan.rule_object(spec, body)
+        except InvalidSpec as e:
+            return f"no rules can be generated: {e}", False
+        fingerprint = json.dumps(rule, sort_keys=True)
+        if self._rules.get(key) == fingerprint:
+            return None, False
+        try:
+            await self.kube.apply_rule(rule)
+        except Exception as e:
+            code = status_code(e)
+            if code == 404:
+                return ("the PrometheusRule API (monitoring.coreos.com/v1) is not installed: "
+                        "install prometheus-operator's CRDs"), True
+            if code == 403:
+                return f"forbidden to apply PrometheusRule {key[0]}/{key[1]}: check the operator's RBAC", True
+            if code is not None and 400 <= code < 500:
+                return f"PrometheusRule {key[0]}/{key[1]} rejected: {e}", True
+            raise
+        self._rules[key] = fingerprint
+        return None, False
+
+    def _probe_to_write(self, key: Key, written: Mapping[str, Any] | None, now: float) -> Mapping[str, Any] | None:
+        """lastProbe to write: the newest result if its outcome changed and the rate bound allows,
+        else what is already written (and a later reconcile is scheduled)."""
+        old = (written or {}).get("lastProbe")
+        new = status.last_probe(self.results.get(key))
+        if new is None or status.outcome(new) == status.outcome(old):
+            return old
+        wait = self._written_at.get(key, 0.0) + self.settings.status_min_interval - now
+        if old is None or wait <= 0:
+            return new
+        self.metrics.status_deferred.inc()
+        self._schedule(key, wait)
+        return old
+
+    async def _write_status(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
+        written = self._written.get(key) or body.get("status")
+        now = self._clock()
+        new = status.build(obs, written, now, self._probe_to_write(key, written, now))
+        if status.significant(new) == status.significant(written):
+            return
+        try:
+            await self.kube.patch_status(key[0], key[1], new)
+        except Exception as e:
+            if status_code(e) == 404:
+                return  # deleted meanwhile; its DELETED event follows
+            raise
+        self._written[key] = new
+        self._written_at[key] = now

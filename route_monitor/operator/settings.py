@@ -1,0 +1,28 @@
+"""Settings of the operator, from the command line; keyword-only, frozen, one docstring each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatorSettings:
+    namespaces: tuple[str, ...] = ()
+    """Watch only these namespaces; empty means all namespaces (cluster-wide)."""
+    allow_url_targets: bool = False
+    """Probe RouteMonitors whose target is a plain URL (``--allow-url-targets``); off by default."""
+    cluster_domain: str = "cluster.local"
+    """DNS domain of Service targets: ``NAME.NAMESPACE.svc.DOMAIN``."""
+    metrics_port: int = 8080
+    """Port of ``/metrics`` and ``/readyz``."""
+    health_port: int = 8081
+    """Port of kopf's liveness endpoint ``/healthz``."""
+    max_concurrency: int = 500
+    """Probes in flight at most."""
+    workers: int = 8
+    """Reconciles running at the same time (each monitor is reconciled by one at a time)."""
+    status_min_interval: float = 10.0
+    """Seconds between two status writes of one monitor that only change ``lastProbe``
+    (condition changes are written at once; the first probe result too)."""
+    retry_backoff: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+    """Delays before retrying a failed reconcile, the last one repeating."""

@@ -1,0 +1,108 @@
+"""RouteMonitor status (Contract 2), computed from what the operator knows; pure.
+
+Four conditions, each with a reason and a message: TargetResolved, Probing, RulesApplied and
+Ready (all three). ``lastProbe`` is the last probe result *as last written*: the supervisor
+writes status when a condition changes and when the probe result changes (success <-> failure,
+or a different failure reason), at a bounded rate, never per probe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from alert_rules import durations
+from route_monitor.operator.plan import Unresolved
+from route_monitor.probe.result import ProbeResult
+from route_monitor.resolve import ResolvedTarget
+
+CONDITION_TYPES = ("Ready", "TargetResolved", "Probing", "RulesApplied")
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything the status of one monitor is made from."""
+
+    generation: int
+    invalid: str | None = None
+    """Why the spec is invalid (the operator's own validation), or None."""
+    target: ResolvedTarget | Unresolved | None = None
+    interval_ms: int = 0
+    rules_error: str | None = None
+    rules_name: str = ""
+    last_result: ProbeResult | None = None
+
+
+def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
+    return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message}
+
+
+def conditions(obs: Observed) -> list[dict[str, Any]]:
+    if obs.invalid is not None:
+        return [_cond(t, False, "InvalidSpec", obs.invalid) for t in CONDITION_TYPES]
+    if isinstance(obs.target, ResolvedTarget):
+        resolved = _cond("TargetResolved", True, "Resolved", f"{obs.target.kind} {obs.target.name}: {obs.target.url}")
+        every = durations.format_ms(obs.interval_ms) if obs.interval_ms > 0 else "?"
+        probing = _cond("Probing", True, "Probing", f"probing {obs.target.url} every {every}")
+    else:
+        unresolved = obs.target or Unresolved("Unknown", "not resolved yet")
+        resolved = _cond("TargetResolved", False, unresolved.reason, unresolved.message)
+        probing = _cond("Probing", False, "TargetUnresolved", "not probing: the target has no URL")
+    if obs.rules_error is None:
+        rules = _cond("RulesApplied", True, "Applied", f"PrometheusRule {obs.rules_name} applied")
+    else:
+        rules = _cond("RulesApplied", False, "ApplyFailed", obs.rules_error)
+    failing = [c for c in (resolved, rules, probing) if c["status"] != "True"]
+    ready = (_cond("Ready", False, failing[0]["reason"], failing[0]["message"]) if failing
+             else _cond("Ready", True, "Ready", "probing and alerting rules applied"))
+    return [ready, resolved, probing, rules]
+
+
+def timestamp(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_probe(result: ProbeResult | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    out: dict[str, Any] = {"time": timestamp(result.timestamp), "result": "success" if result.success else "failure"}
+    if result.reason is not None:
+        out["reason"] = result.reason.value
+    if result.detail:
+        out["message"] = result.detail[:512]
+    return out
+
+
+def outcome(probe: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """What counts as a change of the probe result: (result, reason); not time or message."""
+    if not probe:
+        return None
+    return (str(probe.get("result", "")), str(probe.get("reason", "")))
+
+
+def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
+          probe: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The whole status; ``lastTransitionTime`` is kept from ``previous`` while a condition's
+    status is unchanged. ``probe`` is the lastProbe to write (the supervisor decides when)."""
+    before = {c.get("type"): c for c in (previous or {}).get("conditions") or []}
+    conds = []
+    for c in conditions(obs):
+        old = before.get(c["type"])
+        same = old is not None and old.get("status") == c["status"] and old.get("lastTransitionTime")
+        c["lastTransitionTime"] = old["lastTransitionTime"] if same and old else timestamp(now)
+        c["observedGeneration"] = obs.generation
+        conds.append(c)
+    url = obs.target.url if isinstance(obs.target, ResolvedTarget) else None
+    return {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe}
+
+
+def significant(status: Mapping[str, Any] | None) -> object:
+    """The part of a status whose change must be written: everything but timestamps and the
+    probe message."""
+    if not status:
+        return None
+    conds = tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("observedGeneration"))
+                  for c in status.get("conditions") or [])
+    return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")))

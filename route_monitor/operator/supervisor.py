@@ -1,0 +1,128 @@
+"""The supervisor: watch events in, reconciles out, through a work queue of monitor keys.
+
+Watch events (from kopf's event handlers) update the :class:`World` and enqueue the keys they
+touch; probe results enqueue a key only when the result changed. A pool of workers reconciles
+keys, one worker per key at a time (a key dirtied while it is being reconciled runs again
+after). A failed reconcile is retried with backoff and counted; nothing is ever dropped.
+No timers or daemons live on users' objects: this is the only loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from route_monitor.operator import status
+from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.world import Key, Kind, World
+from route_monitor.probe.result import ProbeResult
+
+log = logging.getLogger(__name__)
+
+
+def error_reason(error: BaseException) -> str:
+    """A bounded label for ``route_monitor_reconcile_errors_total``."""
+    if isinstance(error, RetryLater):
+        return "rules_not_applied"
+    code = status_code(error)
+    if code is not None:
+        return {403: "forbidden", 404: "not_found", 409: "conflict", 422: "invalid",
+                429: "throttled"}.get(code, "api_error" if code < 500 else "api_unavailable")
+    if isinstance(error, (OSError, TimeoutError)) or type(error).__module__.startswith(("httpx", "httpcore")):
+        return "api_unavailable"
+    return "other"
+
+
+class Supervisor:
+    def __init__(self, *, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
+                 metrics: OperatorMetrics) -> None:
+        self.settings = settings
+        self.world = World()
+        self.metrics = metrics
+        self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
+                                     metrics=metrics, schedule=self.enqueue_later)
+        self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._queued: set[Key] = set()
+        self._running: set[Key] = set()
+        self._again: set[Key] = set()
+        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._failures: dict[Key, int] = {}
+
+    # --- inputs -----------------------------------------------------------------------------
+    def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        for key in self.world.observe(kind, event_type, obj):
+            self.enqueue(key)
+
+    def on_result(self, result: ProbeResult) -> None:
+        """Probe engine callback: remember the result; reconcile only if the outcome changed."""
+        key = result.key
+        before = self.reconciler.results.get(key)
+        self.reconciler.results[key] = result
+        if before is None or status.outcome(status.last_probe(before)) != status.outcome(status.last_probe(result)):
+            self.enqueue(key)
+
+    def enqueue(self, key: Key) -> None:
+        if key in self._running:
+            self._again.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def enqueue_later(self, key: Key, delay: float) -> None:
+        if key in self._timers:
+            return
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            self.enqueue(key)
+
+        self._timers[key] = loop.call_later(delay, fire)
+
+    @property
+    def idle(self) -> bool:
+        return not self._queued and not self._running
+
+    # --- the loop ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        workers = [asyncio.create_task(self._worker(), name=f"reconcile worker {i}")
+                   for i in range(self.settings.workers)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            for t in self._timers.values():
+                t.cancel()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            self._running.add(key)
+            try:
+                await self.reconciler.reconcile(key)
+                self._failures.pop(key, None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self._failed(key, e)
+            finally:
+                self._running.discard(key)
+            if key in self._again:
+                self._again.discard(key)
+                self.enqueue(key)
+
+    def _failed(self, key: Key, error: Exception) -> None:
+        n = self._failures[key] = self._failures.get(key, 0) + 1
+        delay = self.settings.retry_backoff[min(n, len(self.settings.retry_backoff)) - 1]
+        reason = error_reason(error)
+        self.metrics.reconcile_errors.labels(reason=reason).inc()
+        log.warning("reconcile of %s/%s failed (%s, attempt %d), retrying in %.0fs: %s",
+                    key[0], key[1], reason, n, delay, error, exc_info=reason == "other")
+        self.enqueue_later(key, delay)

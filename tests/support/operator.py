@@ -1,0 +1,152 @@
+"""``route-monitor operator`` as a real subprocess against the test control plane, plus what the
+operator tests need around it: probe targets that count their hits, and API helpers.
+
+The operator runs as the token user bound only to ``deploy/clusterrole.yaml`` (so every request
+it makes is checked by RBAC), with ``/metrics``/``/readyz`` and ``/healthz`` on free ports.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+from lightkube import Client, KubeConfig
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.cluster import Cluster
+from tests.support.net import free_port, wait_for
+
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Operator:
+    cluster: Cluster
+    log_path: Path
+    args: tuple[str, ...] = ()
+    metrics_port: int = field(default_factory=free_port)
+    health_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.operator_kubeconfig)}
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        self.proc = subprocess.Popen(
+            [str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(self.metrics_port),
+             "--health-port", str(self.health_port), *self.args],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        wait_for(self.ready, timeout=30, what=f"operator /readyz (log: {self.log_path})")
+
+    def ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"operator exited with {self.proc.returncode}:\n{self.log(60)}")
+        try:
+            return httpx.get(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        return self.proc.returncode
+
+    def log(self, tail: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-tail:])
+
+    def metrics_text(self) -> str:
+        r = httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
+        r.raise_for_status()
+        return r.text
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        for family in text_string_to_metric_families(self.metrics_text()):
+            for s in family.samples:
+                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                    return float(s.value)
+        return None
+
+
+@contextmanager
+def running_operator(cluster: Cluster, workdir: Path, *args: str) -> Iterator[Operator]:
+    op = Operator(cluster, workdir / f"operator-{time.monotonic_ns()}.log", args)
+    op.start()
+    try:
+        yield op
+    finally:
+        op.stop()
+
+
+# --- probe targets ------------------------------------------------------------------------------
+class Target:
+    """An HTTP server on 127.0.0.1 that answers GET/HEAD with ``status`` and counts the hits."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.hits: list[tuple[str, float]] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with owner._lock:
+                    owner.hits.append((self.path, time.time()))
+                body = b"ok\n" if owner.status < 400 else b"failing\n"
+                self.send_response(owner.status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_HEAD = do_GET
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def host(self) -> str:
+        """``127.0.0.1:PORT``: what a test Route's host is."""
+        return f"127.0.0.1:{self._server.server_address[1]}"
+
+    def count(self, path: str | None = None) -> int:
+        with self._lock:
+            return sum(1 for p, _ in self.hits if path is None or p == path)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def targets() -> Iterator[list[Target]]:
+    made: list[Target] = []
+    try:
+        yield made
+    finally:
+        for t in made:
+            t.close()
+
+
+def admin_client(cluster: Cluster) -> Client:
+    return Client(config=KubeConfig.from_file(str(cluster.admin_kubeconfig)), field_manager="tests")

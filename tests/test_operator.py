@@ -1,0 +1,343 @@
+"""The operator against a real control plane (etcd + kube-apiserver + kube-controller-manager),
+running as a subprocess under the user bound only to ``deploy/clusterrole.yaml``, probing local
+HTTP targets. Covers (issue 4, DESIGN.md contracts 1 and 2):
+
+- annotate a Route -> RouteMonitor (owned by the Route) and PrometheusRule (owned by the
+  RouteMonitor) appear, the target is probed, status and metrics say so; nothing is written
+  onto the Route (no finalizer, no annotation);
+- the Route's host changes -> the probed URL follows; an admitted ingress host wins over spec.host;
+- the annotation is removed -> both gone, probing stops; the Route is deleted -> garbage
+  collection removes both;
+- a malformed annotation -> Warning event naming annotation, value and what is accepted, no
+  monitor; on an existing monitor the last good spec stays;
+- a RouteMonitor naming a missing Route -> TargetResolved=False, then resolves;
+- Route and Service of the same name -> the Route wins, Warning event on the Service;
+- url targets refused without --allow-url-targets; link-local hosts always refused;
+- status is written on transitions, never per probe;
+- the generated PrometheusRule passes the CRD schema and promtool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import ApiError, Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Event, Namespace, Service
+from lightkube.types import PatchType
+
+from alert_rules import names
+from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
+from tests.support.cluster import Cluster
+from tests.support.net import wait_for
+from tests.support.operator import Operator, Target, admin_client, running_operator
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def kube(cluster: Cluster) -> Client:
+    return admin_client(cluster)
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
+        yield op
+
+
+_made = itertools.count(1)
+
+
+@pytest.fixture
+def ns(kube: Client, request: pytest.FixtureRequest) -> str:
+    """A fresh namespace per test, named after it."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
+    name = f"t{next(_made)}-{slug}"[:63].strip("-")
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    return name
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    t = Target()
+    yield t
+    t.close()
+
+
+def annotations(slo: str = "99.9", interval: str = "1s", **extra: str) -> dict[str, str]:
+    out = {names.ANN_SLO: slo, names.ANN_INTERVAL: interval}
+    out.update({names.ANNOTATION_PREFIX + k.replace("_", "-"): v for k, v in extra.items()})
+    return out
+
+
+def route(ns: str, name: str, host: str, ann: dict[str, str] | None = None, **spec: Any) -> Any:
+    return Route.from_dict({
+        "apiVersion": "route.openshift.io/v1", "kind": "Route",
+        "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
+        "spec": {"host": host, "to": {"kind": "Service", "name": name}, **spec},
+    })
+
+
+def get(kube: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        obj = kube.get(res, name, namespace=ns)
+    except ApiError as e:
+        if e.status.code == 404:
+            return None
+        raise
+    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+
+def condition(monitor: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    for c in ((monitor or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == type_:
+            return dict(c)
+    return {}
+
+
+def wait_monitor(kube: Client, ns: str, name: str, predicate: Any, what: str, timeout: float = 20) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def check() -> bool:
+        m = get(kube, RouteMonitor, name, ns)
+        found["m"] = m
+        return m is not None and bool(predicate(m))
+
+    try:
+        wait_for(check, timeout=timeout, what=what)
+    except TimeoutError as e:
+        raise AssertionError(f"{e}; last seen: {found.get('m')}") from None
+    return found["m"]
+
+
+def warnings_for(kube: Client, ns: str, kind: str, name: str, reason: str) -> list[str]:
+    return [e.message or "" for e in kube.list(Event, namespace=ns)
+            if e.type == "Warning" and e.reason == reason and e.involvedObject.kind == kind
+            and e.involvedObject.name == name]
+
+
+def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, operator: Operator, ns: str,
+                                                                  target: Target) -> None:
+    created = kube.create(route(ns, "shop", target.host, annotations(path="/healthz")))
+    route_uid = created.metadata.uid
+    monitor = wait_monitor(kube, ns, "shop", lambda m: condition(m, "Ready").get("status") == "True",
+                           "the generated RouteMonitor to become Ready")
+    meta = monitor["metadata"]
+    assert meta["labels"][names.LABEL_GENERATED_FROM] == "route"
+    assert [(o["kind"], o["name"], o["uid"], o.get("controller")) for o in meta["ownerReferences"]] == [
+        ("Route", "shop", route_uid, True)]
+    assert monitor["spec"]["path"] == "/healthz"
+    assert monitor["spec"]["probe"]["interval"] == "1s"
+    assert monitor["status"]["url"] == f"http://{target.host}/healthz"
+    assert monitor["status"]["observedGeneration"] == meta["generation"]
+    assert {c["type"]: (c["status"], c["reason"]) for c in monitor["status"]["conditions"]} == {
+        "Ready": ("True", "Ready"), "TargetResolved": ("True", "Resolved"),
+        "Probing": ("True", "Probing"), "RulesApplied": ("True", "Applied")}
+
+    rule = get(kube, PrometheusRule, "shop", ns)
+    assert rule is not None
+    assert [(o["kind"], o["name"], o["uid"]) for o in rule["metadata"]["ownerReferences"]] == [
+        ("RouteMonitor", "shop", meta["uid"])]
+    alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert names.ALERT_ERROR_BUDGET_BURN in alerts
+
+    wait_for(lambda: target.count("/healthz") >= 2, timeout=10, what="the target to be probed")
+    wait_monitor(kube, ns, "shop", lambda m: (m["status"].get("lastProbe") or {}).get("result") == "success",
+                 "lastProbe success in status")
+    assert (operator.sample(names.PROBES_TOTAL, namespace=ns, monitor="shop", result="success") or 0) >= 1
+    assert operator.sample(names.MONITORS, state="ready") >= 1
+
+    # nothing was written onto the user's Route
+    after = kube.get(Route, "shop", namespace=ns).to_dict()["metadata"]
+    assert not after.get("finalizers")
+    assert after.get("annotations") == annotations(path="/healthz")
+    assert after["resourceVersion"] == created.metadata.resourceVersion
+
+
+def test_probed_url_follows_host_changes(kube: Client, operator: Operator, ns: str) -> None:
+    first, second, third = Target(), Target(), Target()
+    try:
+        kube.create(route(ns, "web", first.host, annotations()))
+        wait_for(lambda: first.count() >= 1, timeout=15, what="the first host to be probed")
+        kube.patch(Route, "web", {"spec": {"host": second.host}}, namespace=ns, patch_type=PatchType.MERGE)
+        wait_monitor(kube, ns, "web", lambda m: m["status"].get("url") == f"http://{second.host}/",
+                     "status.url to follow spec.host")
+        wait_for(lambda: second.count() >= 1, timeout=10, what="the new host to be probed")
+        stopped_at = first.count()
+        # an admitted ingress host wins over spec.host
+        kube.patch(Route.Status, "web", {"status": {"ingress": [
+            {"host": third.host, "routerName": "default",
+             "conditions": [{"type": "Admitted", "status": "True"}]}]}}, namespace=ns, patch_type=PatchType.MERGE)
+        wait_monitor(kube, ns, "web", lambda m: m["status"].get("url") == f"http://{third.host}/",
+                     "status.url to follow the admitted ingress host")
+        wait_for(lambda: third.count() >= 1, timeout=10, what="the admitted host to be probed")
+        time.sleep(1.5)
+        assert first.count() <= stopped_at + 1, "the old host is still probed"
+    finally:
+        for t in (first, second, third):
+            t.close()
+
+
+def test_removing_the_annotation_removes_monitor_and_rule_and_stops_probing(
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
+    kube.create(route(ns, "gone", target.host, annotations()))
+    wait_for(lambda: get(kube, PrometheusRule, "gone", ns) is not None, timeout=20, what="the PrometheusRule")
+    wait_for(lambda: target.count() >= 1, timeout=10, what="probing")
+    kube.patch(Route, "gone", [{"op": "remove", "path": "/metadata/annotations"}], namespace=ns,
+               patch_type=PatchType.JSON)
+    wait_for(lambda: get(kube, RouteMonitor, "gone", ns) is None, timeout=20, what="the RouteMonitor to go")
+    wait_for(lambda: get(kube, PrometheusRule, "gone", ns) is None, timeout=30,
+             what="the PrometheusRule to be garbage collected")
+    time.sleep(1.0)
+    hits = target.count()
+    time.sleep(2.5)
+    assert target.count() == hits, "the target is still probed after the annotation was removed"
+    assert operator.sample(names.PROBES_TOTAL, namespace=ns, monitor="gone", result="success") is None
+
+
+def test_deleting_the_route_garbage_collects_monitor_and_rule(kube: Client, operator: Operator, ns: str,
+                                                              target: Target) -> None:
+    kube.create(route(ns, "doomed", target.host, annotations()))
+    wait_for(lambda: get(kube, PrometheusRule, "doomed", ns) is not None, timeout=20, what="the PrometheusRule")
+    kube.delete(Route, "doomed", namespace=ns)
+    wait_for(lambda: get(kube, RouteMonitor, "doomed", ns) is None and get(kube, PrometheusRule, "doomed", ns) is None,
+             timeout=40, what="garbage collection of the RouteMonitor and PrometheusRule")
+
+
+@pytest.mark.parametrize(("annotation", "value", "expected"), [
+    pytest.param(names.ANN_SLO, "lots", "percent", id="slo-not-a-number"),
+    pytest.param(names.ANN_SLO, "100", "strictly between", id="slo-100-leaves-no-budget"),
+    pytest.param(names.ANN_INTERVAL, "often", "duration", id="interval-not-a-duration"),
+])
+def test_malformed_annotation_is_a_warning_event_and_no_monitor(
+        kube: Client, operator: Operator, ns: str, target: Target, annotation: str, value: str, expected: str) -> None:
+    kube.create(route(ns, "bad", target.host, {**annotations(), annotation: value}))
+    wait_for(lambda: warnings_for(kube, ns, "Route", "bad", "InvalidAnnotation"), timeout=20,
+             what="a Warning event on the Route")
+    [message] = warnings_for(kube, ns, "Route", "bad", "InvalidAnnotation")
+    assert annotation in message and repr(value) in message and expected in message
+    assert get(kube, RouteMonitor, "bad", ns) is None
+    assert target.count() == 0
+
+
+def test_malformed_annotation_keeps_the_last_good_monitor(kube: Client, operator: Operator, ns: str,
+                                                         target: Target) -> None:
+    kube.create(route(ns, "keep", target.host, annotations(slo="99.5")))
+    good = wait_monitor(kube, ns, "keep", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
+    kube.patch(Route, "keep", {"metadata": {"annotations": {names.ANN_SLO: "99.5%%"}}}, namespace=ns,
+               patch_type=PatchType.MERGE)
+    wait_for(lambda: warnings_for(kube, ns, "Route", "keep", "InvalidAnnotation"), timeout=20,
+             what="a Warning event on the Route")
+    still = get(kube, RouteMonitor, "keep", ns)
+    assert still is not None and still["spec"] == good["spec"]
+    hits = target.count()
+    wait_for(lambda: target.count() > hits, timeout=10, what="probing to go on")
+
+
+def test_monitor_naming_a_missing_route_resolves_when_it_appears(kube: Client, operator: Operator, ns: str,
+                                                                target: Target) -> None:
+    kube.create(RouteMonitor.from_dict({
+        "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": "handmade", "namespace": ns},
+        "spec": {"target": {"route": {"name": "later"}}, "path": "/ping", "probe": {"interval": "1s"},
+                 "slo": {"availability": "99"}},
+    }))
+    m = wait_monitor(kube, ns, "handmade", lambda m: condition(m, "TargetResolved").get("status") == "False",
+                     "TargetResolved=False")
+    assert condition(m, "TargetResolved")["reason"] == "RouteNotFound"
+    assert "later" in condition(m, "TargetResolved")["message"]
+    assert condition(m, "Ready")["status"] == "False"
+    assert get(kube, PrometheusRule, "handmade", ns) is not None  # rules do not wait for the target
+    kube.create(route(ns, "later", target.host))  # not annotated: only the hand-written monitor probes it
+    m = wait_monitor(kube, ns, "handmade", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
+    assert m["status"]["url"] == f"http://{target.host}/ping"
+    wait_for(lambda: target.count("/ping") >= 1, timeout=10, what="the target to be probed")
+    assert get(kube, RouteMonitor, "later", ns) is None
+
+
+def test_route_wins_over_a_service_of_the_same_name(kube: Client, operator: Operator, ns: str,
+                                                    target: Target) -> None:
+    kube.create(Service.from_dict({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "both", "namespace": ns, "annotations": annotations(slo="99")},
+        "spec": {"ports": [{"name": "http", "port": 8080}]},
+    }))
+    wait_monitor(kube, ns, "both", lambda m: m["metadata"]["labels"].get(names.LABEL_GENERATED_FROM) == "service",
+                 "a monitor generated from the Service")
+    kube.create(route(ns, "both", target.host, annotations(slo="99.9")))
+    m = wait_monitor(kube, ns, "both", lambda m: m["metadata"]["labels"].get(names.LABEL_GENERATED_FROM) == "route",
+                     "the Route to take over the monitor")
+    assert [o["kind"] for o in m["metadata"]["ownerReferences"]] == ["Route"]
+    assert m["spec"]["slo"]["availability"] == "99.9"
+    wait_for(lambda: warnings_for(kube, ns, "Service", "both", "RouteTakesPrecedence"), timeout=20,
+             what="a Warning event on the Service")
+    wait_for(lambda: target.count() >= 1, timeout=10, what="the Route's host to be probed")
+
+
+@pytest.mark.parametrize(("spec_target", "host", "reason"), [
+    pytest.param({"url": "http://127.0.0.1:9/"}, None, "URLTargetsNotAllowed", id="url-target-without-flag"),
+    pytest.param({"route": {"name": "meta"}}, "169.254.169.254", "Forbidden", id="route-to-metadata-address"),
+])
+def test_unsafe_or_disallowed_targets_are_refused(kube: Client, operator: Operator, ns: str,
+                                                  spec_target: dict[str, Any], host: str | None, reason: str) -> None:
+    if host is not None:
+        kube.create(route(ns, "meta", host))
+    kube.create(RouteMonitor.from_dict({
+        "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": "refused", "namespace": ns},
+        "spec": {"target": spec_target, "slo": {"availability": "99.9"}},
+    }))
+    m = wait_monitor(kube, ns, "refused", lambda m: condition(m, "TargetResolved").get("reason") == reason,
+                     f"TargetResolved=False/{reason}")
+    assert condition(m, "TargetResolved")["status"] == "False"
+    assert condition(m, "Probing")["status"] == "False"
+    assert "url" not in m["status"]
+
+
+def test_status_is_written_on_transitions_not_per_probe(kube: Client, operator: Operator, ns: str,
+                                                       target: Target) -> None:
+    kube.create(route(ns, "quiet", target.host, annotations()))
+    m = wait_monitor(kube, ns, "quiet", lambda m: (m["status"].get("lastProbe") or {}).get("result") == "success",
+                     "the first probe result in status")
+    version, hits = m["metadata"]["resourceVersion"], target.count()
+    wait_for(lambda: target.count() >= hits + 4, timeout=10, what="four more probes")
+    assert get(kube, RouteMonitor, "quiet", ns)["metadata"]["resourceVersion"] == version
+    target.status = 503
+    m = wait_monitor(kube, ns, "quiet", lambda m: (m["status"].get("lastProbe") or {}).get("result") == "failure",
+                     "the failure to be written", timeout=30)
+    assert m["status"]["lastProbe"]["reason"] == "http_status"
+    assert condition(m, "Ready")["status"] == "True"  # the monitor works; the target is what fails
+
+
+def test_generated_rule_is_valid_for_the_crd_and_promtool(kube: Client, operator: Operator, ns: str,
+                                                         target: Target, tmp_path: Path) -> None:
+    kube.create(route(ns, "checked", target.host,
+                      annotations(slo="99.95", latency_threshold="250ms", latency_slo="99")))
+    wait_for(lambda: get(kube, PrometheusRule, "checked", ns) is not None, timeout=20, what="the PrometheusRule")
+    rule = get(kube, PrometheusRule, "checked", ns)
+    assert rule is not None  # accepted by tests/crds/prometheusrule.yaml's schema, or it would not exist
+    alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert names.ALERT_LATENCY_BUDGET_BURN in alerts
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(rule["spec"]))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool missing: run scripts/bootstrap.sh --system"
+    out = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_metrics_endpoint_passes_promtool(operator: Operator, tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    assert promtool
+    text = operator.metrics_text()
+    assert names.MONITORS in text and names.KUBE_REQUESTS_TOTAL in text
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
