@@ -1,0 +1,135 @@
+"""``route-monitor demo``: local targets, the real engine, rules, a live view. No cluster, no network.
+
+Starts four loopback targets (healthy; flaky with a small error rate; slow; HTTPS with a
+self-signed certificate that is untrusted and expires in 10 days), writes RouteMonitor
+manifests for them, and runs them through the same path as ``standalone`` (files -> resolved
+targets -> engine -> ``/metrics`` and rule files). Prints where everything is and how to point
+a Prometheus at it, then redraws a live table until Ctrl-C (or ``--duration`` seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from route_monitor import demo_targets as dt
+from route_monitor.fileplan import plan
+from route_monitor.httpserver import MetricsServer
+from route_monitor.liveview import CLEAR, Tracker, render
+from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.rulefiles import write_rules
+
+MONITORS = """\
+apiVersion: routemonitor.io/v1alpha1
+kind: RouteMonitor
+metadata: {{name: {name}, namespace: demo}}
+spec:
+  target: {{url: "{url}"}}
+  probe: {{interval: 1s}}
+  slo: {slo}
+"""
+
+
+async def start_targets(folder: Path) -> tuple[list[asyncio.Server], list[tuple[str, str, str]]]:
+    """The demo's targets: (name, url, SLO as YAML flow mapping) each."""
+    certfile, keyfile = dt.self_signed(folder, "localhost", days=10)
+    healthy = await dt.start_target(dt.healthy())
+    flaky = await dt.start_target(dt.flaky(0.05))
+    slow = await dt.start_target(dt.slow(0.15, jitter=0.5))
+    tls = await dt.start_target(dt.healthy(), tls=dt.server_context(certfile, keyfile))
+    monitors = [
+        ("healthy", f"http://127.0.0.1:{dt.port_of(healthy)}/", '{availability: "99.9"}'),
+        ("flaky", f"http://127.0.0.1:{dt.port_of(flaky)}/", '{availability: "99.5"}'),
+        ("slow", f"http://127.0.0.1:{dt.port_of(slow)}/",
+         '{availability: "99.9", latency: {threshold: 500ms, objective: "95"}}'),
+        ("untrusted-tls", f"https://localhost:{dt.port_of(tls)}/", '{availability: "99.9"}'),
+    ]
+    return [healthy, flaky, slow, tls], monitors
+
+
+def prometheus_config(metrics: MetricsServer, rules: Path) -> str:
+    return textwrap.dedent(f"""\
+        global: {{scrape_interval: 15s, evaluation_interval: 15s}}
+        rule_files: ["{rules}/*.rules.yml"]
+        scrape_configs:
+          - job_name: route-monitor
+            static_configs: [{{targets: ["{metrics.url.split('/')[2]}"]}}]
+        """)
+
+
+def intro(metrics: MetricsServer, folder: Path) -> str:
+    return textwrap.dedent(f"""\
+        route-monitor demo: four local targets probed by the real engine (Ctrl-C to stop)
+          metrics:    {metrics.url}
+          rules:      {folder / 'rules'}/*.rules.yml  (plain Prometheus rule files)
+          manifests:  {folder / 'monitors.yaml'}  (try: route-monitor standalone {folder / 'monitors.yaml'})
+          Prometheus: prometheus --config.file={folder / 'prometheus.yml'}
+                      (scrapes {metrics.url} and loads the rules; or add the job and rule_files to yours)
+        """)
+
+
+def _serve(registry: CollectorRegistry, address: tuple[str, int]) -> tuple[MetricsServer, str]:
+    server = MetricsServer(registry, *address)
+    try:
+        server.start()
+        return server, ""
+    except OSError as e:
+        server = MetricsServer(registry, address[0], 0)
+        server.start()
+        return server, f"note: {address[0]}:{address[1]} is busy ({e.strerror}); serving on port {server.port}\n"
+
+
+async def demo(address: tuple[str, int], duration: float, *, tty: bool) -> int:
+    folder = Path(tempfile.mkdtemp(prefix="route-monitor-demo-"))
+    servers, monitors = await start_targets(folder)
+    manifests = folder / "monitors.yaml"
+    manifests.write_text("---\n".join(MONITORS.format(name=n, url=u, slo=s) for n, u, s in monitors))
+    found = plan([manifests])
+    for p in found.problems:
+        print(p, file=sys.stderr)
+    tracker = Tracker((p.spec, p.target.url) for p in found.monitors.values())
+    registry = CollectorRegistry()
+    engine = ProbeEngine(metrics=ProbeMetrics(registry), on_result=tracker)
+    server, note = _serve(registry, address)
+    write_rules(folder / "rules", [p.spec.slo() for p in found.monitors.values()])
+    (folder / "prometheus.yml").write_text(prometheus_config(server, folder / "rules"))
+    header = note + intro(server, folder)
+    print(header, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if duration > 0:
+        loop.call_later(duration, stop.set)
+    try:
+        async with engine:
+            for p in found.monitors.values():
+                engine.set_monitor(p.spec, p.target)
+            every = 1.0 if tty else 10.0
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=every)
+                except TimeoutError:
+                    if tty:
+                        print(CLEAR + header + render(tracker), flush=True)
+                    else:
+                        print(render(tracker, color=False) + "\n", flush=True)
+    finally:
+        server.stop()
+        for s in servers:
+            s.close()
+    print(render(tracker, color=tty))
+    print(f"\nstopped; the rules, manifests and prometheus.yml stay in {folder}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(demo(args.metrics_address, args.duration, tty=sys.stdout.isatty()))

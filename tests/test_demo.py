@@ -1,0 +1,81 @@
+"""``route-monitor demo`` as a user runs it: no arguments beyond a bounded ``--duration``.
+
+Covers: it prints where metrics, rules and manifests are and how to run Prometheus on them;
+``/metrics`` serves all four demo monitors while it runs (the untrusted certificate fails as
+``certificate_invalid`` with its expiry exported); the rules and ``prometheus.yml`` it writes
+pass ``promtool check config``; it exits 0; a busy metrics port falls back to a free one.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.net import free_port, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
+    port = free_port()
+    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "6",
+                          "--metrics-address", f"127.0.0.1:{port}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+
+    def has_all() -> bool:
+        samples = scrape(port)
+        monitors = {dict(k[1]).get("monitor") for k in samples if k[0] == "route_monitor_probes_total"}
+        return monitors >= {"healthy", "flaky", "slow", "untrusted-tls"} and any(
+            k[0] == "route_monitor_probe_failures_total" and ("reason", "certificate_invalid") in k[1]
+            for k in samples)
+
+    try:
+        wait_for(has_all, timeout=15, what="all four demo monitors on /metrics")
+        samples = scrape(port)
+        expiry = samples[("route_monitor_tls_certificate_expiry_timestamp_seconds",
+                          (("monitor", "untrusted-tls"), ("namespace", "demo")))]
+        assert 9 * 86400 < expiry - time.time() < 11 * 86400
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert f"http://127.0.0.1:{port}/metrics" in out
+    folder = Path(re.search(r"rules:\s+(\S+)/rules/\*\.rules\.yml", out).group(1))  # type: ignore[union-attr]
+    assert "prometheus --config.file=" in out
+    assert {"healthy", "flaky", "slow", "untrusted-tls"} <= set(re.findall(r"^(\S+)\s+\d+\.\d+%", out, re.M))
+    assert len(list((folder / "rules").glob("*.rules.yml"))) == 4
+    if shutil.which("promtool"):
+        check = subprocess.run(["promtool", "check", "config", str(folder / "prometheus.yml")],
+                               capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+    shutil.rmtree(folder)
+
+
+def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "1",
+                               "--metrics-address", f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert f"127.0.0.1:{port} is busy" in done.stdout
+    assert re.search(r"metrics:\s+http://127\.0\.0\.1:\d+/metrics", done.stdout)
+    shutil.rmtree(re.search(r"stay in (\S+)", done.stdout).group(1))  # type: ignore[union-attr]
