@@ -3,8 +3,8 @@
 The connection phase is the prober's own (not httpcore's connection pool), so that each step
 sets the probe's :class:`~route_monitor.probe.reasons.Phase` and fails with an exception that
 :func:`~route_monitor.probe.reasons.classify` maps unambiguously, and so that the address check
-runs on the resolved addresses, after DNS. The resulting :class:`Stream` is handed to httpcore's
-HTTP/1.1 connection for the exchange itself.
+runs on the resolved addresses, after DNS. The resulting :class:`Stream` carries the HTTP/1.1 exchange
+(``http11``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import ipaddress
 import socket
 import ssl
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-
-import httpcore
 
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
@@ -34,8 +33,8 @@ class Progress:
     """The endpoint of the current hop (for reading a certificate that failed verification)."""
 
 
-class Stream(httpcore.AsyncNetworkStream):
-    """An asyncio stream as httpcore's network stream (deadlines are the prober's, not per read)."""
+class Stream:
+    """One connection's asyncio stream (deadlines are the prober's, not per read)."""
 
     __slots__ = ("_reader", "_writer")
 
@@ -43,16 +42,13 @@ class Stream(httpcore.AsyncNetworkStream):
         self._reader = reader
         self._writer = writer
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+    async def read(self, max_bytes: int) -> bytes:
         return await self._reader.read(max_bytes)
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+    async def write(self, buffer: bytes) -> None:
         if buffer:
             self._writer.write(buffer)
             await self._writer.drain()
-
-    async def aclose(self) -> None:
-        self.abort()
 
     def abort(self) -> None:
         transport = self._writer.transport
@@ -63,6 +59,7 @@ class Stream(httpcore.AsyncNetworkStream):
         return self._writer.get_extra_info(info)
 
 
+@lru_cache(maxsize=8192)
 def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)

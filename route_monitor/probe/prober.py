@@ -23,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-import httpcore
-
 from route_monitor import __version__
+from route_monitor.probe import http11
 from route_monitor.probe.connect import Progress, Stream, open_stream
 from route_monitor.probe.reasons import ProbeFailure, classify
 from route_monitor.probe.result import FailureReason, ProbeResult
@@ -137,29 +136,19 @@ class Prober:
                        status: list[int]) -> str | None:
         """One exchange on ``stream``; the Location to follow, or None when this was the last hop."""
         s = req.settings
-        conn = httpcore.AsyncHTTP11Connection(httpcore.Origin(ep.scheme.encode(), ep.host.encode(), ep.port), stream)
-        request = httpcore.Request(
-            method, httpcore.URL(scheme=ep.scheme.encode(), host=ep.host.encode(), port=ep.port, target=ep.target),
-            headers=[(b"Host", ep.host_header), (b"User-Agent", USER_AGENT), (b"Accept", b"*/*"),
-                     (b"Connection", b"close")])
-        response = await conn.handle_async_request(request)
-        status.append(response.status)
-        if 300 <= response.status < 400 and s.max_redirects > 0:
-            location = next((v for k, v in response.headers if k.lower() == b"location"), None)
-            if location is not None:
-                return location.decode("latin-1")
-        body = bytearray()
-        async for chunk in response.aiter_stream():  # type: ignore[union-attr]
-            body += chunk
-            if len(body) >= s.max_body_bytes:
-                del body[s.max_body_bytes:]
-                break
+        headers = [(b"Host", ep.host_header), (b"User-Agent", USER_AGENT), (b"Accept", b"*/*"),
+                   (b"Connection", b"close")]
+        follow = s.max_redirects > 0
+        response = await http11.exchange(stream, method, ep.target, headers, max_body_bytes=s.max_body_bytes,
+                                         follow_redirects=follow, statuses=status)
+        if follow and 300 <= response.status < 400 and response.location is not None:
+            return response.location
         if not s.status_ok(response.status):
             ranges = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in s.expected_status)
             raise ProbeFailure(FailureReason.HTTP_STATUS, f"HTTP {response.status} (expected {ranges})")
-        if req.body_regex is not None and not req.body_regex.search(body.decode("utf-8", "replace")):
-            raise ProbeFailure(FailureReason.BODY_MISMATCH,
-                               f"body ({len(body)} bytes read) does not match /{req.body_regex.pattern[:100]}/")
+        if req.body_regex is not None and not req.body_regex.search(response.body.decode("utf-8", "replace")):
+            raise ProbeFailure(FailureReason.BODY_MISMATCH, f"body ({len(response.body)} bytes read) does not "
+                               f"match /{req.body_regex.pattern[:100]}/")
         return None
 
     async def _read_cert(self, endpoint: Endpoint | None) -> float | None:

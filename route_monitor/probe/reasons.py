@@ -23,7 +23,6 @@ import ssl
 from enum import Enum
 
 import h11
-import httpcore
 
 from route_monitor.probe.result import FailureReason as R
 
@@ -75,10 +74,10 @@ def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
         if exc.errno in _CONNECT_TIMEOUT_ERRNOS:
             return R.CONNECTION_TIMEOUT, f"cannot connect: {_describe(exc)}"
         return R.OTHER, f"cannot connect: {_describe(exc)}"
-    if isinstance(exc, (httpcore.RemoteProtocolError, httpcore.LocalProtocolError, h11.ProtocolError)):
+    if isinstance(exc, h11.ProtocolError):
         return R.PROTOCOL_ERROR, f"invalid HTTP response: {_describe(exc)}"
     if isinstance(exc, ssl.SSLError):
         return R.TLS_ERROR, f"TLS error: {_describe(exc)}"
-    if isinstance(exc, (httpcore.ReadError, httpcore.WriteError, OSError)):
+    if isinstance(exc, OSError):
         return R.OTHER, f"connection error during {where}: {_describe(exc)}"
     return R.OTHER, f"{type(exc).__name__}: {_describe(exc)}"

@@ -10,6 +10,7 @@ address is refused too.
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 
 FORBIDDEN_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
     "169.254.0.0/16",      # IPv4 link-local, incl. 169.254.169.254 (AWS, GCP, Azure, OpenStack metadata)
@@ -24,6 +25,7 @@ FORBIDDEN_HOSTNAMES = frozenset({
 })
 
 
+@lru_cache(maxsize=8192)
 def forbidden_ip(address: str) -> bool:
     """True if ``address`` (an IP literal, optionally with an IPv6 zone) must never be probed."""
     try:
@@ -35,6 +37,7 @@ def forbidden_ip(address: str) -> bool:
     return any(ip in net for net in FORBIDDEN_NETWORKS)
 
 
+@lru_cache(maxsize=8192)
 def forbidden_host(host: str) -> bool:
     """True for a forbidden IP literal or a well-known metadata hostname."""
     h = host.strip("[]").rstrip(".").lower()
