@@ -1,0 +1,124 @@
+"""Contract 4's alerting rules for one monitor: names, labels, annotations (plain data).
+
+Annotations are plain text, not templates: the namespace and monitor are known when the rules
+are generated, so nothing needs ``{{ $labels }}``, and the text is the same in Alertmanager,
+in ``promtool test rules`` fixtures and in this code. Every value that ends up in a label or an
+annotation (including the monitor's own) goes through :func:`literal`, so a ``{{`` in a
+user's annotation is shown as written instead of breaking the rule file for every monitor.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from alert_rules import durations, names, promql
+from alert_rules.model import MonitorSLO
+from alert_rules.sli import SLI
+from alert_rules.windows import AlertWindow
+
+GUARD_MIN_BAD_PROBES = 2
+"""A burn alert needs at least this many bad probes within its long window (see ``rules``)."""
+ABSENT_AFTER = "10m"
+CERT_EXPIRY_WARNING_DAYS = 14
+RESERVED_LABELS = frozenset({"alertname", names.LABEL_SEVERITY, names.LABEL_LONG, names.LABEL_SHORT,
+                             names.LABEL_NAMESPACE, names.LABEL_MONITOR})
+"""Labels the generator sets itself; a monitor's own label of the same name is dropped (with a finding)."""
+
+
+def literal(text: str) -> str:
+    """Text that Prometheus' label/annotation templating renders exactly as written."""
+    return text.replace("{{", '{{ "{{" }}')
+
+
+def pct(ratio: Decimal) -> str:
+    return f"{promql.number(ratio * 100)}%"
+
+
+def factor_text(factor: Decimal) -> str:
+    """A burn factor for people: ``14.4``, ``0.93`` (28d), ``0.23`` (7d)."""
+    return promql.number(round(factor, 2))
+
+
+def severity_of(window: AlertWindow) -> str:
+    return names.SEVERITY_CRITICAL if window.severity == "page" else names.SEVERITY_WARNING
+
+
+def runbook(alert: str) -> str:
+    return f"{names.DEFAULT_RUNBOOK_BASE}#{names.slug(alert)}"
+
+
+def _labels(slo: MonitorSLO, own: dict[str, str]) -> dict[str, str]:
+    out = dict(own)
+    for k, v in slo.alerting.labels:
+        if k not in RESERVED_LABELS:
+            out[k] = v
+    return {k: literal(v) for k, v in out.items()}
+
+
+def _annotations(slo: MonitorSLO, alert: str, summary: str, description: str) -> dict[str, str]:
+    out = {names.ANNOTATION_SUMMARY: summary, names.ANNOTATION_DESCRIPTION: description,
+           names.ANNOTATION_RUNBOOK_URL: runbook(alert)}
+    out.update(slo.alerting.annotations)
+    return {k: literal(v) for k, v in out.items()}
+
+
+def _who(slo: MonitorSLO) -> str:
+    return f"{slo.namespace}/{slo.name}"
+
+
+def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dict[str, Any]:
+    """One ``RouteMonitor{Error,Latency}BudgetBurn`` rule for one window pair."""
+    threshold = window.threshold(sli.budget)
+    period = durations.format_ms(slo.objective.period_ms)
+    exhaust = durations.format_ms(max(1000, round(Decimal(slo.objective.period_ms) / window.factor / 1000) * 1000))
+    spans = f"over both the last {window.long} and the last {window.short}"
+    if sli.kind == "availability":
+        bad = f"failed {spans}, with at least {GUARD_MIN_BAD_PROBES} failed probes within {window.long}"
+        goal = "succeeding"
+    else:
+        limit = durations.format_ms(sli.threshold_ms)
+        bad = (f"failed or took longer than {limit} {spans}, with at least {GUARD_MIN_BAD_PROBES} "
+               f"such probes within {window.long}")
+        goal = f"faster than {limit}"
+    factor = factor_text(window.factor)
+    description = (
+        f"More than {pct(threshold)} of the probes of {_who(slo)} {bad}. The objective is "
+        f"{promql.number(sli.objective)}% of probes {goal} over {period}: burning at more than {factor}x "
+        f"the budget's rate spends {pct(window.budget_share)} of the error budget every {window.long} "
+        f"and all of it within {exhaust}."
+    )
+    summary = f"{_who(slo)}: {sli.kind} error budget burning over {factor}x ({window.long}/{window.short})"
+    return {
+        "alert": sli.alert,
+        "expr": expr,
+        "labels": _labels(slo, {names.LABEL_SEVERITY: severity_of(window), names.LABEL_LONG: window.long,
+                                names.LABEL_SHORT: window.short}),
+        "annotations": _annotations(slo, sli.alert, summary, description),
+    }
+
+
+def probes_absent_alert(slo: MonitorSLO, counter_sel: str) -> dict[str, Any]:
+    return {
+        "alert": names.ALERT_PROBES_ABSENT,
+        "expr": promql.absent_for(counter_sel, ABSENT_AFTER),
+        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
+        "annotations": _annotations(
+            slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
+            f"No probe of {_who(slo)} has been recorded for {ABSENT_AFTER} ({names.PROBES_TOTAL} is gone "
+            "or not increasing), so its SLO is not being measured. Check that route-monitor is running, "
+            "that Prometheus scrapes it, and the RouteMonitor's status conditions."),
+    }
+
+
+def certificate_expiry_alert(slo: MonitorSLO, gauge_sel: str) -> dict[str, Any]:
+    days = CERT_EXPIRY_WARNING_DAYS
+    return {
+        "alert": names.ALERT_CERTIFICATE_EXPIRY,
+        "expr": promql.expires_within(gauge_sel, days * 86_400),
+        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
+        "annotations": _annotations(
+            slo, names.ALERT_CERTIFICATE_EXPIRY, f"{_who(slo)}: TLS certificate expires within {days} days",
+            f"The leaf certificate served to the probe of {_who(slo)} expires in less than {days} days "
+            "(or has already expired). Renew it before clients start failing."),
+    }

@@ -1,0 +1,119 @@
+"""What is wrong or surprising about a monitor's SLO, before any rule is loaded.
+
+An *error* means the generated rules would not do what the manifest asks (an alert that can
+never fire, a window longer than the period, an interval too coarse to measure, a label
+Prometheus rejects): ``route-monitor rules`` fails on errors. A *warning* means the rules work
+but differ from what the budget math alone would suggest (the single-probe guard raising the
+bar at a coarse interval, a ticket on a burn slower than 1x, a label overridden).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from typing import Literal
+
+from alert_rules import durations, promql
+from alert_rules.alerts import RESERVED_LABELS, factor_text, pct
+from alert_rules.model import MonitorSLO
+from alert_rules.rules import enabled_windows
+from alert_rules.sensitivity import interval_for_factor, probes_in, trip
+from alert_rules.sli import SLI, slis
+
+MAX_INTERVAL_MS = 300_000
+"""The shortest alert window is 5m: probing less often leaves it empty."""
+FEW_SHORT_PROBES = 3
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Literal["error", "warning"]
+    field: str
+    """The manifest field to change, e.g. ``spec.slo.availability``."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.field}: {self.message}"
+
+
+def _objective_field(sli: SLI) -> str:
+    return "spec.slo.availability" if sli.kind == "availability" else "spec.slo.latency.objective"
+
+
+def _fmt(ms: int) -> str:
+    return durations.format_ms(max(1, ms))
+
+
+def _window_findings(slo: MonitorSLO, sli: SLI) -> list[Finding]:
+    out: list[Finding] = []
+    period = slo.objective.period_ms
+    coarse: list[str] = []
+    for w in enabled_windows(slo):
+        pair = f"{w.long}/{w.short} {w.severity}"
+        if w.long_ms > period:
+            out.append(Finding("error", "spec.slo.period", f"the {pair} window is longer than the "
+                               f"{_fmt(period)} SLO period; use a period of at least {w.long}"))
+            continue
+        t = trip(w, sli.budget, slo.interval_ms)
+        if not t.possible:
+            lowest = promql.number((Decimal(100) * (1 - 1 / w.factor)).quantize(Decimal("0.01"), ROUND_CEILING))
+            out.append(Finding("error", _objective_field(sli), (
+                f"the {pair} can never fire: it needs more than {pct(t.threshold)} of probes to be bad "
+                f"({factor_text(w.factor)}x the {pct(sli.budget)} budget); use an objective above "
+                f"{lowest}% or set spec.alerting.{w.severity}: false")))
+            continue
+        if w.factor < 1:
+            out.append(Finding("warning", "spec.slo.period", (
+                f"the {pair} fires at {factor_text(w.factor)}x the budget's rate, slower than would spend "
+                f"the budget within the {_fmt(period)} period (a period of at least "
+                f"{_fmt(int(w.long_ms / w.budget_share))} gives 1x)")))
+        if t.guard_binds:
+            coarse.append(f"{w.long}/{w.short} needs 2 in {w.long}, a {promql.number(round(t.effective_factor, 1))}x "
+                          f"burn instead of {factor_text(w.factor)}x (probe every "
+                          f"{_fmt(interval_for_factor(w, sli.budget))} or less for {factor_text(w.factor)}x)")
+    if coarse:
+        out.append(Finding("warning", "spec.probe.interval", (
+            f"at one probe every {_fmt(slo.interval_ms)}, a single bad probe already exceeds the {sli.kind} "
+            f"threshold of some windows, and a single bad probe never alerts: {'; '.join(coarse)}")))
+    return out
+
+
+def _interval_findings(slo: MonitorSLO) -> list[Finding]:
+    every = _fmt(slo.interval_ms)
+    if slo.interval_ms > MAX_INTERVAL_MS:
+        return [Finding("error", "spec.probe.interval", f"probing every {every} leaves the 5m alert window "
+                        "without probes and trips RouteMonitorProbesAbsent; probe at least every 5m")]
+    n = probes_in(300_000, slo.interval_ms)
+    if n < FEW_SHORT_PROBES:
+        return [Finding("warning", "spec.probe.interval", f"only {n} probe(s) every {every} fit in the 5m short "
+                        "window: its error ratio jumps in large steps; probe every 1m or more often")]
+    return []
+
+
+def _alerting_findings(slo: MonitorSLO) -> list[Finding]:
+    out: list[Finding] = []
+    if not slo.alerting.page and not slo.alerting.ticket:
+        out.append(Finding("warning", "spec.alerting", "page and ticket are both off: no burn-rate alert "
+                           "is generated (recording rules, absence and certificate alerts still are)"))
+    for key, _ in slo.alerting.labels:
+        field = f"spec.alerting.labels.{key}"
+        if not _LABEL_NAME.match(key):
+            out.append(Finding("error", field, "not a valid Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"))
+        elif key in RESERVED_LABELS:
+            out.append(Finding("warning", field, f"{key} is set by route-monitor on every alert; this "
+                               "label is ignored"))
+    for key, _ in slo.alerting.annotations:
+        if not _LABEL_NAME.match(key):
+            out.append(Finding("error", f"spec.alerting.annotations.{key}", "not a valid Prometheus annotation "
+                               "name ([a-zA-Z_][a-zA-Z0-9_]*)"))
+    return out
+
+
+def findings(slo: MonitorSLO) -> list[Finding]:
+    """Every problem found with the monitor's SLO, errors first, in a stable order."""
+    out = _interval_findings(slo) + _alerting_findings(slo)
+    for sli in slis(slo):
+        out += _window_findings(slo, sli)
+    return sorted(out, key=lambda f: f.severity != "error")

@@ -1,0 +1,144 @@
+"""PromQL as named template functions: every expression the generator emits is built here.
+
+Nothing else in the package concatenates PromQL. Values that come from users (namespace and
+monitor names, which land in label matchers) only ever pass through :func:`string_literal`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from alert_rules import names
+
+BY_MONITOR = ", ".join(names.IDENTITY_LABELS)
+
+
+def string_literal(value: str) -> str:
+    """A PromQL double-quoted string holding exactly ``value`` (Go ``strconv.Quote`` escapes)."""
+    out = []
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def selector(metric: str, matchers: tuple[tuple[str, str], ...]) -> str:
+    """``metric{a="x",b="y"}`` with equality matchers in the given order."""
+    inner = ",".join(f"{k}={string_literal(v)}" for k, v in matchers)
+    return f"{metric}{{{inner}}}"
+
+
+def monitor_matchers(namespace: str, monitor: str, *extra: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    return ((names.LABEL_NAMESPACE, namespace), (names.LABEL_MONITOR, monitor), *extra)
+
+
+def number(value: Decimal | int | float) -> str:
+    """A literal without float noise: ``Decimal('0.0144')`` -> ``0.0144`` (10 significant digits)."""
+    d = value if isinstance(value, Decimal) else Decimal(str(value))
+    d = d.normalize() if d == 0 else round(d, max(0, 10 - d.adjusted() - 1)).normalize()
+    text = format(d, "f")
+    return text
+
+
+def by_monitor(expr: str) -> str:
+    """Aggregate away scrape labels (``instance``, ``pod``, ``result``...): one series per monitor."""
+    return f"sum by ({BY_MONITOR}) ({expr})"
+
+
+def rate(sel: str, window: str) -> str:
+    return f"rate({sel}[{window}])"
+
+
+def increase(sel: str, window: str) -> str:
+    return f"increase({sel}[{window}])"
+
+
+def tile_increase(sel: str, tile: str) -> str:
+    """Exact increase over the last ``tile``: the counter now minus ``tile`` ago, per series.
+
+    Unlike ``increase()``, nothing is extrapolated, so consecutive tiles telescope: their sum
+    is exactly the increase over the whole span (``increase`` would stretch each tile's samples
+    to its edges and drop the jump between two tiles). A reset makes the difference negative:
+    clamped to 0, that tile loses the restarted prober's few probes, in numerator and
+    denominator alike. A series that appears or goes stale within the tile (a prober moving to
+    another pod) has no pair and is left out of that tile."""
+    return f"clamp_min({sel} - {sel} offset {tile}, 0)"
+
+
+def counted_increases(sel: str, window: str) -> str:
+    """How many scrapes within ``window`` saw the counter rise: an integer, never extrapolated.
+
+    ``changes()`` also counts the drop of a counter reset (a prober restart); ``resets()``
+    counts exactly those drops, so the difference counts increases only. A new series (the
+    target moved to another prober pod) starts at 0 and adds nothing until it rises."""
+    return f"changes({sel}[{window}]) - resets({sel}[{window}])"
+
+
+def tiles_sum(record_sel: str, window: str, tile: str) -> str:
+    """Sum of ``tile``-long tiles over ``window``, read at steps aligned to ``tile`` boundaries.
+
+    The subquery picks one tile per aligned step whatever the rule group's evaluation cadence,
+    so tiles neither overlap nor double-count (see ``alert_rules.rules`` for the design)."""
+    return f"sum_over_time({record_sel}[{window}:{tile}])"
+
+
+def ratio(numerator: str, denominator: str) -> str:
+    return f"{numerator}\n/\n{denominator}"
+
+
+def one_minus_ratio(numerator: str, denominator: str) -> str:
+    return f"1 - (\n{numerator}\n/\n{denominator}\n)"
+
+
+def all_of(*conditions: str) -> str:
+    """Conditions on series with the same (namespace, monitor) labels; the value is the first's."""
+    return "\nand\n".join(conditions)
+
+
+def above(sel: str, threshold: Decimal) -> str:
+    return f"{sel} > {number(threshold)}"
+
+
+def at_least(sel: str, count: int) -> str:
+    return f"{sel} >= {count}"
+
+
+def absent_for(counter_sel: str, window: str) -> str:
+    """No probe result for ``window``: the series is gone, or it is there and has not changed.
+
+    ``changes`` counts any movement (including a reset: a restarted prober is probing);
+    ``offset`` requires the series to have existed ``window`` ago, so a monitor added a
+    minute ago is not reported while it has had no time to probe."""
+    stuck = (f"{by_monitor(f'changes({counter_sel}[{window}])')} == 0\n"
+             f"and on ({BY_MONITOR})\n{by_monitor(f'{counter_sel} offset {window}')}")
+    return f"(\n{stuck}\n)\nor\nabsent_over_time({counter_sel}[{window}])"
+
+
+def expires_within(gauge_sel: str, seconds: int) -> str:
+    """Seconds left until the earliest reported expiry, when below ``seconds`` (negative: expired)."""
+    return f"min by ({BY_MONITOR}) ({gauge_sel}) - time() < {seconds}"
+
+
+def constant(value: Decimal | int | float) -> str:
+    return f"vector({number(value)})"
+
+
+def alerts_selector(alertname_regex: str, matchers: tuple[tuple[str, str], ...]) -> str:
+    """``ALERTS{alertname=~"...",...}``: the series Prometheus keeps for pending/firing alerts."""
+    inner = ",".join([f"alertname=~{string_literal(alertname_regex)}",
+                      *(f"{k}={string_literal(v)}" for k, v in matchers)])
+    return f"ALERTS{{{inner}}}"
+
+
+def count_over(sel: str, window: str) -> str:
+    return f"count_over_time({sel}[{window}])"

@@ -1,0 +1,147 @@
+"""Stage 3: one monitor's SLO -> Prometheus rule groups (plain data, deterministic order).
+
+Two groups per monitor, designed for thousands of monitors in one Prometheus:
+
+``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
+    Error ratios over the short windows (5m, 30m, 1h) straight from the probe counters,
+    the bad-probe count over 1h, the 1h/5m page, ``RouteMonitorProbesAbsent`` and
+    ``RouteMonitorCertificateExpiry``. These need to be fresh: the 1h/5m pair is what pages
+    on a hard outage, within about a minute of the budget math allowing it. Reading an hour of
+    raw samples (120 per series at 30s scrapes) is cheap.
+
+``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``)
+    Each evaluation records one 5-minute *tile* from the counters (all probes, bad or fast
+    probes: the exact difference of each counter from 5 minutes ago, two sample lookups; the
+    bad-probe count: ~10 raw samples) and sums tiles into the 2h, 6h, 1d and 3d
+    windows with ``sum_over_time(tile[W:5m])``. A 3d window thus reads 864 recorded samples
+    every 5 minutes instead of 8,640 raw samples per series every 30 seconds (what the
+    reference operator does for each of its alerts); the alerts on those windows (6h/30m page,
+    tickets) are evaluated in the same group, a few minutes' delay being irrelevant for them.
+    The subquery steps are aligned to 5-minute boundaries, so each step picks exactly one tile
+    whatever the evaluation cadence (5m in production, every step in ``promtool test rules``):
+    tiles never overlap, so counts are never doubled. Alerts in this group only read records
+    written in the same evaluation or by the fast group, never a 5m-old sample (which the
+    default 5m lookback could miss).
+
+Correctness across prober restarts and moves: every expression aggregates
+``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
+and ``increase`` handle counter resets; a prober that moves to another pod yields a new series
+that starts at 0 (Contract 3 creates both result series at 0), which adds its own increases and
+nothing else; when probes stop, ratios become 0/0 (no sample, so no burn alert) and
+``RouteMonitorProbesAbsent`` takes over.
+
+The single-probe guard: a burn alert fires only if, besides both error ratios exceeding
+``factor x budget``, at least two bad probes were seen within the long window. Without it one
+failure pages whenever ``1 / probes-per-long-window`` exceeds the threshold: 99.99% at 30s
+(one failure in an hour is 0.83%, threshold 0.144%), 99.9% at 1m, or any objective right after
+a prober restart when the window holds few probes. The count is ``changes() - resets()`` of the
+raw counters: an integer of scrapes that saw the counter rise, never extrapolated (``increase``
+can turn one failure on a fresh series into 2.1). Requiring the second failure within the
+*long* window, not the short one, keeps steady slow burns alerting: 2% failures at 30s is one
+failure every 25 minutes, two or three per hour, and the 1h/5m pair pages on the one that
+lands in its 5m window. ``findings`` reports where the guard makes an alert less sensitive
+than the budget math.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alert_rules import alerts, durations, names, promql
+from alert_rules.model import MonitorSLO
+from alert_rules.sli import SLI, slis
+from alert_rules.windows import AlertWindow, alert_windows, windows_of
+
+TILE = "5m"
+LONG_GROUP_INTERVAL = TILE
+"""The long-window group's interval is the tile length: one tile per evaluation."""
+FAST_MAX_MS = 3_600_000
+"""Windows up to 1h are computed from raw counters in the fast group; longer ones from tiles."""
+
+
+def enabled_windows(slo: MonitorSLO) -> tuple[AlertWindow, ...]:
+    wanted = {"page": slo.alerting.page, "ticket": slo.alerting.ticket}
+    return tuple(w for w in alert_windows(slo.objective.period_ms) if wanted[w.severity])
+
+
+def is_fast(window: AlertWindow) -> bool:
+    return window.long_ms <= FAST_MAX_MS
+
+
+def group_names(slo: MonitorSLO) -> tuple[str, str]:
+    base = f"route-monitor/{slo.namespace}/{slo.name}"
+    return base, f"{base}/long-windows"
+
+
+def _record(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"record": record, "expr": expr}
+    if labels:
+        rule["labels"] = labels
+    return rule
+
+
+def _burn_expr(sli: SLI, w: AlertWindow) -> str:
+    threshold = w.threshold(sli.budget)
+    return promql.all_of(
+        promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
+        promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
+        promql.at_least(sli.record_sel(sli.count_record(w.long)), alerts.GUARD_MIN_BAD_PROBES),
+    )
+
+
+def _objective_records(slo: MonitorSLO) -> list[dict[str, Any]]:
+    ident = {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}
+    out = [
+        _record(names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100), ident),
+        _record(names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000), ident),
+    ]
+    if slo.objective.latency is not None:
+        out.append(_record(names.LATENCY_OBJECTIVE_RECORD, promql.constant(slo.objective.latency.objective / 100),
+                           ident))
+    return out
+
+
+def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
+    all_windows = windows_of(alert_windows(slo.objective.period_ms))
+    rules = _objective_records(slo)
+    for sli in slis(slo):
+        for ms in all_windows:
+            if ms <= FAST_MAX_MS:
+                w = durations.format_ms(ms)
+                rules.append(_record(sli.ratio_record(w), sli.ratio_from_counters(w)))
+        for long in sorted({w.long_ms for w in windows if is_fast(w)}):
+            w = durations.format_ms(long)
+            rules.append(_record(sli.count_record(w), sli.bad_count_from_counters(w)))
+    for sli in slis(slo):
+        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if is_fast(w)]
+    first = slis(slo)[0]
+    rules.append(alerts.probes_absent_alert(slo, first.all_probes))
+    gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
+    rules.append(alerts.certificate_expiry_alert(slo, gauge))
+    return {"name": group_names(slo)[0], "rules": rules}
+
+
+def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
+    all_windows = windows_of(alert_windows(slo.objective.period_ms))
+    first = slis(slo)[0]
+    all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, TILE))
+    rules = [_record(names.probes_increase_record(TILE), all_tile)]
+    for sli in slis(slo):
+        rules.append(_record(sli.good_or_bad_tile_record(TILE), sli.tile_from_counters(TILE)))
+        rules.append(_record(sli.count_record(TILE), sli.bad_count_from_counters(TILE)))
+        for ms in all_windows:
+            if ms > FAST_MAX_MS:
+                w = durations.format_ms(ms)
+                rules.append(_record(sli.ratio_record(w), sli.ratio_from_tiles(w, TILE)))
+        for long in sorted({w.long_ms for w in windows if not is_fast(w)}):
+            w = durations.format_ms(long)
+            rules.append(_record(sli.count_record(w), sli.count_from_tiles(w, TILE)))
+    for sli in slis(slo):
+        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if not is_fast(w)]
+    return {"name": group_names(slo)[1], "interval": LONG_GROUP_INTERVAL, "rules": rules}
+
+
+def rule_groups(slo: MonitorSLO) -> list[dict[str, Any]]:
+    """Prometheus rule groups for one monitor: recording rules and Contract 4's alerts."""
+    windows = enabled_windows(slo)
+    return [_fast_group(slo, windows), _long_group(slo, windows)]
