@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""Children run from the repository root, so ``python -m benchmarks.X`` finds this package."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, ready_li
     """Start a child; with ``ready_line`` wait for its first stdout line (JSON) and return it."""
     log = open(log_path or os.devnull, "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE if ready_line else log, stderr=log,
-                            text=True, env=dict(env) if env is not None else None)
+                            text=True, env=dict(env) if env is not None else None, cwd=REPO)
     ready = None
     if ready_line:
         assert proc.stdout is not None

@@ -8,7 +8,7 @@ and reports CPU ms per probe (``time.process_time`` of this process, so the targ
 counted). Variants: hand-written GET on asyncio streams; httpcore's ``AsyncHTTPConnection`` per
 probe with one shared SSL context; a shared ``httpx.AsyncClient`` with keep-alive off; a new
 ``httpx.AsyncClient`` per probe (builds an SSL context each time); and the engine's own probe
-function when ``route_monitor.probe`` provides one (see ``engine_probe``).
+path (``Prober.probe``: connect, TLS, h11 exchange, result classification).
 """
 
 from __future__ import annotations
@@ -93,16 +93,26 @@ async def httpx_new_client(ctx: ssl.SSLContext) -> Probe:
     return probe
 
 
-async def engine_probe(ctx: ssl.SSLContext) -> Probe | None:
-    """The engine's own single-probe path, if it exposes one (``route_monitor.probe.bench_probe``)."""
-    try:
-        from route_monitor.probe import bench  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return await bench.make_probe(ctx)  # type: ignore[no-any-return]
+async def engine_probe(ctx: ssl.SSLContext) -> Probe:
+    """The engine's own probe path (:class:`route_monitor.probe.prober.Prober`), without scheduler or metrics."""
+    from route_monitor.probe.prober import Prober, ProbeRequest
+    from route_monitor.probe.tls import TLSContexts
+    from route_monitor.spec import ProbeSettings
+
+    prober = Prober(tls=TLSContexts(verify=ctx))
+    settings = ProbeSettings(timeout_ms=5000)
+    requests: dict[str, ProbeRequest] = {}  # built once per monitor, as the engine does
+
+    async def probe(url: str) -> int:
+        req = requests.get(url) or requests.setdefault(url, ProbeRequest.build(("bench", url), url, settings))
+        result = await prober.probe(req)
+        if not result.success:
+            raise RuntimeError(f"{result.reason}: {result.detail}")
+        return result.status_code or 0
+    return probe
 
 
-VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe | None]], float]] = {
+VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] = {
     # name: (factory, share of --probes and --rate to use: the per-client variant is ~20x slower)
     "raw asyncio streams": (raw_streams, 1.0),
     "httpcore AsyncHTTPConnection, shared SSL context": (httpcore_connection, 1.0),
@@ -136,8 +146,6 @@ async def run_all(urls: list[str], ca: str | None, *, probes: int, rate: float) 
     out: dict[str, Any] = {}
     for name, (factory, share) in VARIANTS.items():
         probe = await factory(ctx)
-        if probe is None:
-            continue
         await paced(probe, urls, count=20, rate=rate)  # warm-up: imports, first connections
         out[name] = await paced(probe, urls, count=max(20, int(probes * share)), rate=max(1.0, rate * share))
     return out
