@@ -160,12 +160,16 @@ def detail() -> dict[str, object]:
 
 def operator() -> dict[str, object]:
     panels = [
-        Panel("Monitors by state", (Query(f"sum by ({n.LABEL_STATE}) ({n.MONITORS})", "{{state}}"),)),
+        Panel("Monitors by state", (Query(f"sum by ({n.LABEL_STATE}) ({n.MONITORS}) or label_replace(count("
+                                          f'{n.TARGET_INFO}), "{n.LABEL_STATE}", "probing (standalone)", "", "")',
+                                          "{{state}}"),),
+              description="The operator's monitors by state; under standalone, the monitors being probed."),
         Panel("Reconcile errors", (Query(f"sum(increase({n.RECONCILE_ERRORS_TOTAL}[$__rate_interval])) "
                                          "or vector(0)", "errors"),)),
         Panel("Probe schedule lag", tuple(Query(quantile(q, n.SCHEDULE_LAG_SECONDS, "instance"),
                                                 f"{{{{instance}}}} p{q[2:]}") for q in ("0.5", "0.99")), unit="s"),
-        Panel("Event-loop lag", (Query(f"max by (instance) ({n.EVENT_LOOP_LAG_SECONDS})", "{{instance}}"),), unit="s"),
+        Panel("Event-loop lag", tuple(Query(quantile(q, n.EVENT_LOOP_LAG_SECONDS, "instance"),
+                                            f"{{{{instance}}}} p{q[2:]}") for q in ("0.5", "0.99")), unit="s"),
         Panel("Probes in flight", (Query(f"sum by (instance) ({n.PROBES_IN_FLIGHT})", "{{instance}}"),)),
         Panel("Probes skipped (overdue)", (Query(f"sum(increase({n.PROBES_SKIPPED_TOTAL}[$__rate_interval])) "
                                                  "or vector(0)", "skipped"),)),

@@ -1,0 +1,94 @@
+"""The Grafana dashboards (grafana/): generated, committed, consistent with the names the rest uses.
+
+Covers: regenerating changes nothing (``grafana/build.py --check``); each dashboard has a unique
+uid, the datasource variable and (per-monitor dashboards) namespace and monitor variables, and
+every query goes through the datasource variable and filters by them; every metric and
+recording-rule name a query uses is one that ``alert_rules.names`` defines; the sidecar ConfigMaps
+carry ``grafana_dashboard: "1"`` and exactly the committed JSON. That every query returns series
+from a real Prometheus is shown in ``test_e2e_paging.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from alert_rules import names
+
+GRAFANA = Path(__file__).resolve().parent.parent / "grafana"
+FILES = ("slo-overview.json", "monitor-detail.json", "operator-health.json")
+PER_MONITOR = ("slo-overview.json", "monitor-detail.json")
+
+
+def load(name: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((GRAFANA / name).read_text())
+    return result
+
+
+def targets(dash: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for p in dash["panels"] for t in p.get("targets", [])]
+
+
+def test_regenerating_changes_nothing() -> None:
+    result = subprocess.run([sys.executable, str(GRAFANA / "build.py"), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_uids_are_unique_and_stable() -> None:
+    uids = [load(f)["uid"] for f in FILES]
+    assert uids == ["route-monitor-overview", "route-monitor-detail", "route-monitor-operator"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_queries_use_the_datasource_variable(name: str) -> None:
+    dash = load(name)
+    assert dash["templating"]["list"][0]["type"] == "datasource"
+    assert targets(dash)
+    for p in dash["panels"]:
+        if p["type"] != "row":
+            assert p["datasource"]["uid"] == "${datasource}", p["title"]
+            assert all(t["datasource"]["uid"] == "${datasource}" for t in p["targets"])
+
+
+@pytest.mark.parametrize("name", PER_MONITOR)
+def test_per_monitor_dashboards_filter_by_namespace_and_monitor(name: str) -> None:
+    dash = load(name)
+    variables = [v["name"] for v in dash["templating"]["list"]]
+    assert variables[:3] == ["datasource", "namespace", "monitor"]
+    for t in targets(dash):
+        if "route_monitor" in t["expr"]:
+            assert 'namespace=~"$namespace", monitor=~"$monitor"' in t["expr"], t["expr"]
+
+
+def known_names() -> set[str]:
+    windows = ["5m", "30m", "1h", "2h", "6h", "1d", "3d"]
+    known = {v for v in vars(names).values() if isinstance(v, str)}
+    for make in (names.error_ratio_record, names.slow_ratio_record):
+        known |= {make(w) for w in windows}
+    metrics = {names.PROBE_DURATION_SECONDS, names.SCHEDULE_LAG_SECONDS, names.EVENT_LOOP_LAG_SECONDS}
+    return known | {f"{m}_bucket" for m in metrics}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_metric_name_comes_from_the_names_module(name: str) -> None:
+    used = {m for t in targets(load(name)) for m in re.findall(r"(?:namespace_monitor:)?route_monitor_[\w:]+",
+                                                                  t["expr"])}
+    assert used
+    assert used <= known_names(), used - known_names()
+
+
+def test_configmaps_carry_the_sidecar_label_and_the_committed_json() -> None:
+    docs = [d for d in yaml.safe_load_all((GRAFANA / "configmaps.yaml").read_text()) if d]
+    assert len(docs) == len(FILES)
+    for doc in docs:
+        assert doc["kind"] == "ConfigMap"
+        assert doc["metadata"]["labels"]["grafana_dashboard"] == "1"
+        (file, text), = doc["data"].items()
+        assert json.loads(text) == load(file)
