@@ -111,8 +111,8 @@ async def demo(address: tuple[str, int], duration: float, *, tty: bool) -> int:
         loop.call_later(duration, stop.set)
     try:
         async with engine:
-            for p in found.monitors.values():
-                engine.set_monitor(p.spec, p.target)
+            for m in found.monitors.values():
+                engine.set_monitor(m.spec, m.target)
             every = 1.0 if tty else 10.0
             while not stop.is_set():
                 try:

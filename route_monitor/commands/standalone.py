@@ -103,9 +103,9 @@ class Standalone:
         try:
             async with self.engine:
                 self.apply(first)
-                for p in self.current.values():
-                    say(f"monitoring {p.spec.namespace}/{p.spec.name}: {p.target.url} every "
-                        f"{p.spec.probe.interval_ms / 1000:g}s")
+                for m in self.current.values():
+                    say(f"monitoring {m.spec.namespace}/{m.spec.name}: {m.target.url} every "
+                        f"{m.spec.probe.interval_ms / 1000:g}s")
                 say(f"metrics: {self.server.url}" + (f"  rules: {self.rules_dir}/*.rules.yml"
                                                      if self.rules_dir else ""))
                 await self._watch(stop)

@@ -43,7 +43,7 @@ async def exchange(stream: Stream, method: bytes, target: bytes, headers: list[t
     The status is appended to ``statuses`` as soon as the head arrives (so a failure while
     reading the body still reports it)."""
     conn = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
-    await stream.write(conn.send(h11.Request(method=method, target=target, headers=headers))  # type: ignore[operator]
+    await stream.write(conn.send(h11.Request(method=method, target=target, headers=headers))
                        + conn.send(h11.EndOfMessage()))
     while True:
         event = await _next_event(conn, stream)
