@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
 from benchmarks import loadgen, measure
 
 EXPORTER = "/usr/bin/prometheus-blackbox-exporter"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_config(path: Path, *, timeout_s: float, ca_file: str | None) -> None:
@@ -47,7 +40,7 @@ async def run(*, targets: list[str], interval: float, warmup: float, measure_s: 
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "blackbox.yml"
     write_config(config, timeout_s=min(timeout_s, interval * 0.9), ca_file=ca_file)
-    port = free_port()
+    port = measure.free_port()
     proc, _ = measure.start([EXPORTER, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}",
                              "--log.level=warn"], log_path=str(workdir / "blackbox.log"))
     try:

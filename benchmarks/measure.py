@@ -11,6 +11,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -128,6 +129,12 @@ def stop(proc: subprocess.Popen[str], timeout: float = 10.0) -> int:
             proc.kill()
             proc.wait()
     return proc.returncode
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:

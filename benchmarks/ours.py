@@ -1,4 +1,5 @@
-"""Our side: start :mod:`benchmarks.engine_proc`, let it warm up, measure one window.
+"""Our side: start ``route-monitor standalone`` on generated manifests (or the engine alone,
+:mod:`benchmarks.engine_proc`), let it warm up, measure one window.
 
 Probes in the window are the increase of the schedule-lag histogram's count (one observation
 per probe started); lag quantiles come from its bucket increases (interpolated like
@@ -9,7 +10,10 @@ are rendered once, after the window's last CPU sample, for the success ratio.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +28,54 @@ def _health_url(port: int) -> str:
         f"name[]={n}{suffix}" for n in HEALTH for suffix in ("_bucket", "_count", "_sum", "_total", ""))
 
 
-async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
-              ca_file: str | None = None, max_concurrency: int = 500) -> dict[str, Any]:
-    workdir.mkdir(parents=True, exist_ok=True)
+def write_manifests(path: Path, targets: list[str], interval_ms: int) -> None:
+    """One RouteMonitor per target (URL target), all in one multi-document YAML file."""
+    timeout_ms = min(10_000, interval_ms * 4 // 5)
+    docs = (f"apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {{name: t{i:05d}, namespace: bench}}\n"
+            f"spec:\n  target: {{url: '{url}'}}\n  probe: {{interval: {interval_ms}ms, timeout: {timeout_ms}ms}}\n"
+            f"  slo: {{availability: '99.9'}}\n" for i, url in enumerate(targets))
+    path.write_text("---\n".join(docs))
+
+
+def _start_standalone(workdir: Path, targets: list[str], interval: float,
+                      ca_file: str | None, max_concurrency: int) -> tuple[subprocess.Popen[str], int]:
+    """``route-monitor standalone`` (the product command) on generated manifests; ready when it
+    prints where its metrics are, which it does after every monitor is set."""
+    manifests = workdir / "monitors.yaml"
+    write_manifests(manifests, targets, round(interval * 1000))
+    port = measure.free_port()
+    log = workdir / "standalone.log"
+    env = dict(os.environ, **({"SSL_CERT_FILE": ca_file} if ca_file else {}))
+    proc, _ = measure.start([sys.executable, "-m", "route_monitor.cli", "standalone", str(manifests),
+                             "--metrics-address", f"127.0.0.1:{port}", "--max-concurrency", str(max_concurrency)],
+                            env=env, log_path=str(log))
+    deadline = time.monotonic() + 120
+    while "metrics: http" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            measure.stop(proc)
+            raise RuntimeError(f"route-monitor standalone did not start (see {log})")
+        time.sleep(0.2)
+    return proc, port
+
+
+def _start_engine(workdir: Path, targets: list[str], interval: float,
+                  ca_file: str | None, max_concurrency: int) -> tuple[subprocess.Popen[str], int]:
     urls = workdir / "urls.txt"
     urls.write_text("\n".join(targets) + "\n")
     argv = [sys.executable, "-m", "benchmarks.engine_proc", "--urls", str(urls), "--interval", f"{interval:g}",
             "--max-concurrency", str(max_concurrency)] + (["--ca", ca_file] if ca_file else [])
-    proc, ready = await asyncio.to_thread(measure.start, argv, ready_line=True, log_path=str(workdir / "engine.log"))
+    proc, ready = measure.start(argv, ready_line=True, log_path=str(workdir / "engine.log"))
     assert ready is not None
-    port = int(str(ready["metrics_port"]))
+    return proc, int(str(ready["metrics_port"]))
+
+
+async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
+              ca_file: str | None = None, max_concurrency: int = 500, mode: str = "standalone") -> dict[str, Any]:
+    """Measure one window of our engine; ``mode`` is ``standalone`` (the product command) or
+    ``engine`` (:mod:`benchmarks.engine_proc`, the engine alone)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    starter = _start_standalone if mode == "standalone" else _start_engine
+    proc, port = await asyncio.to_thread(starter, workdir, targets, interval, ca_file, max_concurrency)
     try:
         await asyncio.sleep(warmup)
         first = await asyncio.to_thread(measure.scrape, _health_url(port))
@@ -55,6 +97,7 @@ async def run(*, targets: list[str], interval: float, warmup: float, measure_s: 
     cpu = after.cpu_seconds - before.cpu_seconds
     return {
         "engine": "route-monitor",
+        "mode": mode,
         "probes": int(probes),
         "scheduled_per_s": len(targets) / interval,
         "achieved_per_s": probes / elapsed,

@@ -4,6 +4,7 @@ invocation, against the same local targets at the same rates. Loopback only, bou
     python -m benchmarks.run                      # full set (about 12 minutes)
     python -m benchmarks.run --quick              # smoke run (about 1 minute, small numbers)
     python -m benchmarks.run --only 5k@30s        # one scenario
+    python -m benchmarks.run --ours engine        # the engine alone instead of `route-monitor standalone`
 
 Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), ``https-1k@30s``
 (the same over TLS, certificates verified against a trustme CA), and ``max`` (5,000 targets,
@@ -35,15 +36,20 @@ def sustained(row: dict[str, Any]) -> bool:
 
 
 async def pair(name: str, urls: list[str], interval: float, *, warmup: float, measure_s: float, work: Path,
-               ca: str | None, sides: tuple[str, ...] = ("ours", "blackbox")) -> list[dict[str, Any]]:
+               ca: str | None, sides: tuple[str, ...] = ("ours", "blackbox"), mode: str = "standalone",
+               ) -> list[dict[str, Any]]:
     rows = []
     for side in sides:
         load_before = Path("/proc/loadavg").read_text().split()[0]
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {side}, {len(urls)} targets every {interval:g}s "
               f"({len(urls) / interval:.0f}/s), load {load_before}", file=sys.stderr, flush=True)
-        runner = ours.run if side == "ours" else blackbox.run
-        row = await runner(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
-                           workdir=work / name.replace("@", "_").replace("/", "") / side, ca_file=ca)
+        workdir = work / name.replace("@", "_").replace("/", "") / side
+        if side == "ours":
+            row = await ours.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
+                                 workdir=workdir, ca_file=ca, mode=mode)
+        else:
+            row = await blackbox.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
+                                     workdir=workdir, ca_file=ca)
         row.update(scenario=name, targets=len(urls), interval_s=interval, loadavg_before=float(load_before))
         row["sustained"] = sustained(row)
         print(f"    {report.short(row)}", file=sys.stderr, flush=True)
@@ -62,14 +68,15 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
             count //= 10
         urls = targets.target_urls(ready, count, scheme=scheme)
         ca = ready["ca"] if scheme == "https" else None
-        rows += await pair(name, urls, args.interval, warmup=w, measure_s=m, work=work, ca=ca)
+        rows += await pair(name, urls, args.interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours)
     if not args.only or "max" in args.only:
         count = 500 if args.quick else 5000
         urls = targets.target_urls(ready, count)
         for side in ("ours", "blackbox"):
             for rate in args.rates:
                 row = (await pair(f"max@{rate:g}/s", urls, count / rate, warmup=args.step_warmup,
-                                  measure_s=args.step_measure, work=work, ca=None, sides=(side,)))[0]
+                                  measure_s=args.step_measure, work=work, ca=None, sides=(side,),
+                                  mode=args.ours))[0]
                 rows.append(row)
                 if not row["sustained"]:
                     break
@@ -87,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="probe rates of the max scenario, probes/s (default 250 500 750 1000 1500)")
     p.add_argument("--step-warmup", type=float, default=8.0)
     p.add_argument("--step-measure", type=float, default=20.0)
+    p.add_argument("--ours", choices=("standalone", "engine"), default="standalone",
+                   help="our side: the `route-monitor standalone` command on generated manifests (default) "
+                   "or the engine alone (benchmarks.engine_proc)")
     p.add_argument("--quick", action="store_true", help="a tenth of the targets, short windows (smoke run)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="where latest.json/latest.md go")
     args = p.parse_args(argv)
