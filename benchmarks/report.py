@@ -18,7 +18,8 @@ def machine() -> dict[str, Any]:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=Path(__file__).parent, check=False).stdout.strip()
     except OSError:
-        commit = "?"
+        commit = ""
+    commit = commit or os.environ.get("BENCH_COMMIT", "?")  # a `git archive` copy has no .git
     try:
         bbe = subprocess.run(["/usr/bin/prometheus-blackbox-exporter", "--version"], capture_output=True,
                              text=True, check=False).stderr.splitlines()[0]
