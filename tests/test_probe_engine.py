@@ -4,7 +4,7 @@ Covers: Contract 3's names and labels; both ``result`` series at 0 as soon as a 
 set; failures by reason; the latency threshold as a bucket boundary (``names.le_label``);
 certificate expiry on a broken certificate; ``target_info``; set/replace/remove semantics
 (removal stops probing within a second and removes every series); the concurrency bound;
-``promtool check metrics`` on the real exposition.
+``promtool check metrics`` on the real exposition served over HTTP (and ``name[]`` filtering).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import urllib.request
 from dataclasses import replace
 
 import pytest
@@ -20,6 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from alert_rules import names
 from alert_rules.model import LatencyObjective, Objective, parse_percent
 from route_monitor.demo_targets import Reply
+from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
@@ -170,7 +172,15 @@ async def test_exposition_passes_promtool_check_metrics(run: Run, targets: Targe
     run.engine.set_monitor(*monitor("tls", targets.https(cert="wrong-host")))
     run.engine.set_monitor(*monitor("quoted", targets.http() + '/?q="x"\\y'))
     await run.until(lambda: {r.key for r in run.results} >= {("shop", "ok"), ("other", "bad"), ("shop", "tls")})
-    text = generate_latest(run.registry)
+    server = MetricsServer(run.registry, "127.0.0.1", 0)
+    server.start()
+    try:
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read())
+        only = await asyncio.to_thread(lambda: urllib.request.urlopen(
+            server.url + f"?name[]={names.PROBES_TOTAL}", timeout=5).read().decode())
+    finally:
+        server.stop()
+    assert names.PROBES_TOTAL in only and names.TARGET_INFO not in only
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30)
     assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
     assert b"route_monitor_probes_total{" in text and b"# TYPE route_monitor_probe_duration_seconds histogram" in text

@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +29,10 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.rulefiles import write_rules
 
 RELOAD_POLL_SECONDS = 1.0
+SHOW_MONITORS = 20
+DNS_THREADS = 32
+"""Threads for getaddrinfo (asyncio resolves names in its default executor): enough that a few
+slow name servers do not hold up every other monitor's probes."""
 
 
 def say(text: str, stream: TextIO | None = None) -> None:
@@ -98,14 +103,17 @@ class Standalone:
             return 1
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=DNS_THREADS, thread_name_prefix="dns"))
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         try:
             async with self.engine:
                 self.apply(first)
-                for m in self.current.values():
+                for m in list(self.current.values())[:SHOW_MONITORS]:
                     say(f"monitoring {m.spec.namespace}/{m.spec.name}: {m.target.url} every "
                         f"{m.spec.probe.interval_ms / 1000:g}s")
+                if len(self.current) > SHOW_MONITORS:
+                    say(f"... and {len(self.current) - SHOW_MONITORS} more monitors")
                 say(f"metrics: {self.server.url}" + (f"  rules: {self.rules_dir}/*.rules.yml"
                                                      if self.rules_dir else ""))
                 await self._watch(stop)
