@@ -98,7 +98,10 @@ class Prober:
             duration = self._clock() - t0
             reason, detail = classify(exc, progress.phase)
             if reason is FailureReason.CERTIFICATE_INVALID and progress.cert_not_after is None:
-                progress.cert_not_after = await self._read_cert(progress.last_endpoint)
+                # what is left of the deadline (at least a short handshake's worth), so a broken
+                # certificate does not make the probe overrun its interval
+                budget = min(self._cert_read_timeout, max(0.25, req.settings.timeout_ms / 1000 - duration))
+                progress.cert_not_after = await self._read_cert(progress.last_endpoint, budget)
             return ProbeResult(req.key, req.url, started_wall, False, reason, duration,
                                status[-1] if status else None, detail, progress.cert_not_after)
         duration = self._clock() - t0
@@ -151,12 +154,12 @@ class Prober:
                                f"match /{req.body_regex.pattern[:100]}/")
         return None
 
-    async def _read_cert(self, endpoint: Endpoint | None) -> float | None:
+    async def _read_cert(self, endpoint: Endpoint | None, budget: float) -> float | None:
         """notAfter of a certificate that failed verification: one non-verifying handshake."""
         if endpoint is None:
             return None
         try:
-            async with asyncio.timeout(self._cert_read_timeout):
+            async with asyncio.timeout(budget):
                 stream = await open_stream(endpoint.host, endpoint.port, Progress(), tls=self.tls.no_verify)
         except Exception:
             return None
