@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from route_monitor.demo_targets import Reply, healthy
+from route_monitor.demo_targets import Reply
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.reasons import Phase, classify
 from route_monitor.probe.result import FailureReason as R
@@ -133,9 +133,16 @@ async def test_body_is_read_only_up_to_the_limit(targets: Targets) -> None:
     assert (await probe(targets, url, settings(body_regex="needle"))).success
 
 
-async def test_head_request_has_no_body(targets: Targets) -> None:
-    result = await probe(targets, targets.http(healthy()), settings(method="HEAD"))
-    assert result.success and result.status_code == 200
+@pytest.mark.parametrize("method", ["HEAD", "POST", "OPTIONS"])
+async def test_other_methods(targets: Targets, method: str) -> None:
+    seen: list[str] = []
+
+    def record(m: str, target: str) -> Reply:
+        seen.append(m)
+        return Reply()
+
+    result = await probe(targets, targets.http(record), settings(method=method))
+    assert result.success and result.status_code == 200 and seen == [method]
 
 
 @pytest.mark.parametrize("exc", [ValueError("x"), RuntimeError(), KeyError("k"), OSError(99, "odd"),

@@ -141,6 +141,8 @@ class Prober:
         s = req.settings
         headers = [(b"Host", ep.host_header), (b"User-Agent", USER_AGENT), (b"Accept", b"*/*"),
                    (b"Connection", b"close")]
+        if method == b"POST":
+            headers.append((b"Content-Length", b"0"))
         follow = s.max_redirects > 0
         response = await http11.exchange(stream, method, ep.target, headers, max_body_bytes=s.max_body_bytes,
                                          follow_redirects=follow, statuses=status)
