@@ -1,0 +1,80 @@
+"""Contract 3's series as rendered by ``ProbeMetrics`` (no network: results recorded directly).
+
+Covers: ``le`` labels are ``names.le_label`` (what the generator queries) and match
+client_python's own float rendering; a duration equal to the threshold counts in the
+threshold's bucket (``le`` is inclusive); buckets are cumulative; the certificate expiry
+survives a failure without a handshake but not a URL change; removal drops every series.
+"""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.utils import floatToGoString
+
+from alert_rules import names
+from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
+from route_monitor.probe.result import FailureReason, ProbeResult
+
+KEY = ("ns", "m")
+LABELS = {"namespace": "ns", "monitor": "m"}
+
+
+def ok(duration: float, cert: float | None = None) -> ProbeResult:
+    return ProbeResult(KEY, "https://x/", 0.0, True, None, duration, 200, "HTTP 200", cert)
+
+
+def failed(reason: FailureReason) -> ProbeResult:
+    return ProbeResult(KEY, "https://x/", 0.0, False, reason, 0.1, None, "nope")
+
+
+@pytest.mark.parametrize("seconds", [0.005, 0.1, 0.25, 0.3, 0.5, 1, 1.5, 2, 10, 12.5, 60, 0.123])
+def test_le_label_matches_the_exposition(seconds: float) -> None:
+    assert names.le_label(seconds) == floatToGoString(seconds)
+    assert names.le_label(seconds / 1) in {names.le_label(b) for b in names.duration_buckets(seconds)}
+
+
+def test_threshold_bucket_is_inclusive_and_buckets_are_cumulative() -> None:
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    series = metrics.add(KEY, TargetInfo("https://x/", "url", ""), 0.3)
+    for d in (0.001, 0.3, 0.30001, 20.0):
+        series.record(ok(d))
+    bucket = names.PROBE_DURATION_SECONDS + "_bucket"
+    assert registry.get_sample_value(bucket, {**LABELS, "le": "0.005"}) == 1
+    assert registry.get_sample_value(bucket, {**LABELS, "le": "0.3"}) == 2
+    assert registry.get_sample_value(bucket, {**LABELS, "le": "0.5"}) == 3
+    assert registry.get_sample_value(bucket, {**LABELS, "le": "+Inf"}) == 4
+    assert registry.get_sample_value(names.PROBE_DURATION_SECONDS + "_count", LABELS) == 4
+    assert registry.get_sample_value(names.PROBE_DURATION_SECONDS + "_sum", LABELS) == pytest.approx(20.60101)
+
+
+def test_certificate_expiry_survives_failures_but_not_a_url_change() -> None:
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    series = metrics.add(KEY, TargetInfo("https://x/", "url", ""), None)
+    series.record(ok(0.1, cert=2_000_000_000.0))
+    series.record(failed(FailureReason.CONNECTION_REFUSED))
+    assert registry.get_sample_value(names.TLS_CERT_EXPIRY, LABELS) == 2_000_000_000.0
+    assert registry.get_sample_value(names.PROBE_FAILURES_TOTAL, {**LABELS, "reason": "connection_refused"}) == 1
+    metrics.add(KEY, TargetInfo("https://y/", "url", ""), None)
+    assert registry.get_sample_value(names.TLS_CERT_EXPIRY, LABELS) is None
+    assert registry.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "failure"}) == 1
+
+
+def test_remove_drops_every_series_of_the_monitor() -> None:
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    metrics.add(KEY, TargetInfo("https://x/", "url", ""), 0.5).record(failed(FailureReason.TIMEOUT))
+    metrics.add(("ns", "other"), TargetInfo("https://z/", "url", ""), None)
+    metrics.remove(KEY)
+    text = generate_latest(registry).decode()
+    assert 'monitor="m"' not in text and 'monitor="other"' in text
+
+
+def test_two_registries_do_not_share_anything() -> None:
+    a, b = CollectorRegistry(), CollectorRegistry()
+    ProbeMetrics(a).add(KEY, TargetInfo("https://x/", "url", ""), None)
+    ProbeMetrics(b)
+    assert a.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "success"}) == 0
+    assert b.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "success"}) is None
