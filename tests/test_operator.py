@@ -30,16 +30,27 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, Namespace, Service
+from lightkube.resources.core_v1 import Namespace, Service
 from lightkube.types import PatchType
 
 from alert_rules import names
 from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, admin_client, running_operator
+from tests.support.operator import (
+    Operator,
+    Target,
+    admin_client,
+    annotations,
+    condition,
+    get,
+    route,
+    running_operator,
+    wait_monitor,
+    warnings_for,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -72,58 +83,6 @@ def target() -> Iterator[Target]:
     t = Target()
     yield t
     t.close()
-
-
-def annotations(slo: str = "99.9", interval: str = "1s", **extra: str) -> dict[str, str]:
-    out = {names.ANN_SLO: slo, names.ANN_INTERVAL: interval}
-    out.update({names.ANNOTATION_PREFIX + k.replace("_", "-"): v for k, v in extra.items()})
-    return out
-
-
-def route(ns: str, name: str, host: str, ann: dict[str, str] | None = None, **spec: Any) -> Any:
-    return Route.from_dict({
-        "apiVersion": "route.openshift.io/v1", "kind": "Route",
-        "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
-        "spec": {"host": host, "to": {"kind": "Service", "name": name}, **spec},
-    })
-
-
-def get(kube: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        obj = kube.get(res, name, namespace=ns)
-    except ApiError as e:
-        if e.status.code == 404:
-            return None
-        raise
-    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
-
-
-def condition(monitor: dict[str, Any] | None, type_: str) -> dict[str, Any]:
-    for c in ((monitor or {}).get("status") or {}).get("conditions") or []:
-        if c["type"] == type_:
-            return dict(c)
-    return {}
-
-
-def wait_monitor(kube: Client, ns: str, name: str, predicate: Any, what: str, timeout: float = 20) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-
-    def check() -> bool:
-        m = get(kube, RouteMonitor, name, ns)
-        found["m"] = m
-        return m is not None and bool(predicate(m))
-
-    try:
-        wait_for(check, timeout=timeout, what=what)
-    except TimeoutError as e:
-        raise AssertionError(f"{e}; last seen: {found.get('m')}") from None
-    return found["m"]
-
-
-def warnings_for(kube: Client, ns: str, kind: str, name: str, reason: str) -> list[str]:
-    return [e.message or "" for e in kube.list(Event, namespace=ns)
-            if e.type == "Warning" and e.reason == reason and e.involvedObject.kind == kind
-            and e.involvedObject.name == name]
 
 
 def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, operator: Operator, ns: str,

@@ -12,12 +12,12 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube import AsyncClient
+from lightkube import ALL_NS, AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event
+from lightkube.resources.core_v1 import Event, Service
 from lightkube.types import CascadeType, PatchType
 
 from alert_rules import names
@@ -27,6 +27,7 @@ RouteMonitor = create_namespaced_resource(names.GROUP, names.VERSION, names.KIND
 PrometheusRule = create_namespaced_resource("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules")
 Route = create_namespaced_resource("route.openshift.io", "v1", "Route", "routes")
 COMPONENT = "route-monitor"
+WATCHED = {"route": Route, "service": Service, "routemonitor": RouteMonitor}
 
 
 def status_code(error: BaseException) -> int | None:
@@ -45,6 +46,21 @@ class KubeWriter:
 
     def _count(self, verb: str, resource: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()
+
+    async def list_all(self, kind: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        """Every object of ``kind`` (``route``, ``service``, ``routemonitor``) in ``namespaces``
+        (all when empty); None when the API does not exist here (e.g. no Routes outside OpenShift)."""
+        res = WATCHED[kind]
+        out: list[dict[str, Any]] = []
+        try:
+            for ns in namespaces or (ALL_NS,):
+                async for obj in self._client.list(res, namespace=ns, chunk_size=500):
+                    out.append(obj.to_dict() if hasattr(obj, "to_dict") and not isinstance(obj, dict) else dict(obj))
+        except ApiError as e:
+            if status_code(e) == 404:
+                return None
+            raise
+        return out
 
     async def apply_monitor(self, manifest: Mapping[str, Any]) -> None:
         self._count("apply", names.PLURAL)

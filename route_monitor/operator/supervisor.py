@@ -44,6 +44,7 @@ class Supervisor:
         self.settings = settings
         self.world = World()
         self.metrics = metrics
+        self._kube = kube
         self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
                                      metrics=metrics, schedule=self.enqueue_later)
         self._queue: asyncio.Queue[Key] = asyncio.Queue()
@@ -57,6 +58,20 @@ class Supervisor:
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
         for key in self.world.observe(kind, event_type, obj):
             self.enqueue(key)
+
+    async def prime(self) -> None:
+        """Fill the world from one list of each kind before any reconcile, so that a restart
+        sees Routes and RouteMonitors together (no transient "Route not found" status, no
+        needless writes). kopf's own initial listing then changes nothing."""
+        for kind in ("route", "service", "routemonitor"):
+            items = await self._kube.list_all(kind, self.settings.namespaces)
+            if items is None:
+                log.warning("the %s API is not served by this cluster: %s targets cannot resolve", kind, kind)
+                continue
+            for obj in items:
+                self.observe(kind, None, obj)  # type: ignore[arg-type]
+        log.info("initial state: %d Routes, %d Services, %d RouteMonitors", len(self.world.routes),
+                 len(self.world.services), len(self.world.monitors))
 
     def on_result(self, result: ProbeResult) -> None:
         """Probe engine callback: remember the result; reconcile only if the outcome changed."""

@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from lightkube import Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.resources.core_v1 import Event
 from prometheus_client.parser import text_string_to_metric_families
 
+from alert_rules import names
+from route_monitor.operator.kube import Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import free_port, wait_for
 
@@ -138,15 +141,58 @@ class Target:
         self._server.server_close()
 
 
-@contextmanager
-def targets() -> Iterator[list[Target]]:
-    made: list[Target] = []
-    try:
-        yield made
-    finally:
-        for t in made:
-            t.close()
-
-
 def admin_client(cluster: Cluster) -> Client:
     return Client(config=KubeConfig.from_file(str(cluster.admin_kubeconfig)), field_manager="tests")
+
+
+# --- API helpers -----------------------------------------------------------------------------
+def annotations(slo: str = "99.9", interval: str = "1s", **extra: str) -> dict[str, str]:
+    out = {names.ANN_SLO: slo, names.ANN_INTERVAL: interval}
+    out.update({names.ANNOTATION_PREFIX + k.replace("_", "-"): v for k, v in extra.items()})
+    return out
+
+
+def route(ns: str, name: str, host: str, ann: dict[str, str] | None = None, **spec: Any) -> Any:
+    return Route.from_dict({
+        "apiVersion": "route.openshift.io/v1", "kind": "Route",
+        "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
+        "spec": {"host": host, "to": {"kind": "Service", "name": name}, **spec},
+    })
+
+
+def get(kube: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        obj = kube.get(res, name, namespace=ns)
+    except ApiError as e:
+        if e.status.code == 404:
+            return None
+        raise
+    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+
+def condition(monitor: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    for c in ((monitor or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == type_:
+            return dict(c)
+    return {}
+
+
+def wait_monitor(kube: Client, ns: str, name: str, predicate: Any, what: str, timeout: float = 20) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def check() -> bool:
+        m = get(kube, RouteMonitor, name, ns)
+        found["m"] = m
+        return m is not None and bool(predicate(m))
+
+    try:
+        wait_for(check, timeout=timeout, what=what)
+    except TimeoutError as e:
+        raise AssertionError(f"{e}; last seen: {found.get('m')}") from None
+    return found["m"]
+
+
+def warnings_for(kube: Client, ns: str, kind: str, name: str, reason: str) -> list[str]:
+    return [e.message or "" for e in kube.list(Event, namespace=ns)
+            if e.type == "Warning" and e.reason == reason and e.involvedObject.kind == kind
+            and e.involvedObject.name == name]
