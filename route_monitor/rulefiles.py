@@ -4,6 +4,8 @@
 the name is unambiguous); point Prometheus at them with ``rule_files: [DIR/*.rules.yml]``.
 Files are replaced atomically and only when their content changes; files of monitors that went
 away are deleted, but only files this program generated (they start with the generated header).
+:class:`RuleFiles` renders a monitor's rules only when its SLO changed, so a reload of thousands
+of monitors costs only what changed.
 """
 
 from __future__ import annotations
@@ -28,34 +30,46 @@ def default_render(slo: MonitorSLO) -> str:
     return str(prometheus_rule_file([slo]))
 
 
+class RuleFiles:
+    def __init__(self, folder: Path, *, render: Callable[[MonitorSLO], str] = default_render) -> None:
+        self.folder = folder
+        self._render = render
+        self._rendered: dict[MonitorSLO, str] = {}
+
+    def sync(self, slos: Iterable[MonitorSLO]) -> tuple[list[Path], list[Path]]:
+        """Make the folder hold exactly these monitors' files; returns (written, deleted)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        wanted = {slo: self._rendered.get(slo) or self._render(slo) for slo in slos}
+        self._rendered = wanted
+        written: list[Path] = []
+        keep: set[str] = set()
+        for slo, text in wanted.items():
+            path = self.folder / file_name(slo)
+            keep.add(path.name)
+            try:
+                if path.read_text(encoding="utf-8") == text:
+                    continue
+            except OSError:
+                pass
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+            written.append(path)
+        deleted = []
+        for path in self.folder.glob(f"*{SUFFIX}"):
+            if path.name in keep:
+                continue
+            try:
+                generated = path.read_text(encoding="utf-8").startswith(GENERATED_MARK)
+            except OSError:
+                continue
+            if generated:
+                path.unlink(missing_ok=True)
+                deleted.append(path)
+        return written, deleted
+
+
 def write_rules(folder: Path, slos: Iterable[MonitorSLO], *,
                 render: Callable[[MonitorSLO], str] = default_render) -> tuple[list[Path], list[Path]]:
-    """Write one file per monitor; returns (files written or rewritten, files deleted)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    keep: set[str] = set()
-    for slo in slos:
-        path = folder / file_name(slo)
-        keep.add(path.name)
-        text = render(slo)
-        try:
-            if path.read_text(encoding="utf-8") == text:
-                continue
-        except OSError:
-            pass
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-        written.append(path)
-    deleted = []
-    for path in folder.glob(f"*{SUFFIX}"):
-        if path.name in keep:
-            continue
-        try:
-            generated = path.read_text(encoding="utf-8").startswith(GENERATED_MARK)
-        except OSError:
-            continue
-        if generated:
-            path.unlink(missing_ok=True)
-            deleted.append(path)
-    return written, deleted
+    """One-shot :meth:`RuleFiles.sync`."""
+    return RuleFiles(folder, render=render).sync(slos)

@@ -109,6 +109,10 @@ def proc_factory(folder: Path) -> Iterator[list[Proc]]:
             p.p.wait(timeout=10)
 
 
+def rule_files(proc: Proc) -> list[str]:
+    return sorted(p.name for p in proc.rules.glob("*.rules.yml"))
+
+
 def ok_probes(proc: Proc, monitor: str) -> float:
     return proc.value("route_monitor_probes_total", namespace="shop", monitor=monitor, result="success") or 0
 
@@ -137,8 +141,8 @@ def test_manifests_in_metrics_and_rules_out_edits_followed_sigterm_exits_0(
     assert "Forbidden" in err
     assert f"http://127.0.0.1:{proc.port}/metrics" in err
 
-    rule_files = sorted(p.name for p in proc.rules.glob("*.rules.yml"))
-    assert rule_files == ["shop_checkout.rules.yml", "shop_payments.rules.yml", "shop_storefront.rules.yml"]
+    wait_for(lambda: rule_files(proc) == ["shop_checkout.rules.yml", "shop_payments.rules.yml",
+                                          "shop_storefront.rules.yml"], timeout=10, what="one rule file per monitor")
     if shutil.which("promtool"):
         check = subprocess.run(["promtool", "check", "rules", *map(str, proc.rules.glob("*.rules.yml"))],
                                capture_output=True, text=True, timeout=60)
@@ -153,7 +157,8 @@ def test_manifests_in_metrics_and_rules_out_edits_followed_sigterm_exits_0(
                                  reason="http_status") or 0) >= 1, timeout=20, what="the changed target failing")
     wait_for(lambda: proc.value("route_monitor_target_info", namespace="shop", monitor="storefront", kind="route",
                                 name="storefront", url=base + "/") is None, timeout=10, what="removed series")
-    assert sorted(p.name for p in proc.rules.glob("*.rules.yml")) == ["shop_cart.rules.yml", "shop_checkout.rules.yml"]
+    wait_for(lambda: rule_files(proc) == ["shop_cart.rules.yml", "shop_checkout.rules.yml"], timeout=10,
+             what="rule files following the edit")
     assert "reloaded" in proc.stderr
 
     assert proc.stop(signal.SIGTERM) == 0

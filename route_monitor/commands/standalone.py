@@ -26,7 +26,7 @@ from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
-from route_monitor.rulefiles import write_rules
+from route_monitor.rulefiles import RuleFiles
 
 RELOAD_POLL_SECONDS = 1.0
 SHOW_MONITORS = 20
@@ -58,7 +58,7 @@ class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS) -> None:
         self.paths = paths
-        self.rules_dir = Path(rules_dir) if rules_dir else None
+        self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         self.engine = ProbeEngine(metrics=ProbeMetrics(self.registry), max_concurrency=max_concurrency,
                                   on_result=Transitions())
@@ -67,7 +67,7 @@ class Standalone:
         self.poll = poll
 
     def apply(self, new: Plan) -> tuple[int, int, int]:
-        """Make the engine and the rule files match ``new``; returns (added, changed, removed)."""
+        """Make the engine match ``new``; returns (added, changed, removed). Rules: :meth:`write_rules`."""
         for p in new.problems:
             say(str(p))
         wanted = dict(new.monitors)
@@ -83,11 +83,16 @@ class Standalone:
         for key in (*added, *changed):
             self.engine.set_monitor(wanted[key].spec, wanted[key].target)
         self.current = wanted
-        if self.rules_dir is not None:
-            written, deleted = write_rules(self.rules_dir, [p.spec.slo() for p in wanted.values()])
-            if written or deleted:
-                say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules_dir}")
         return len(added), len(changed), len(removed)
+
+    async def write_rules(self) -> None:
+        """Render and write the rule files in a thread (rendering thousands takes a while; the
+        event loop keeps probing meanwhile). Only monitors whose SLO changed are re-rendered."""
+        if self.rules is None:
+            return
+        written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo() for p in self.current.values()])
+        if written or deleted:
+            say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
 
     async def main(self) -> int:
         first = plan(self.paths)
@@ -114,8 +119,9 @@ class Standalone:
                         f"{m.spec.probe.interval_ms / 1000:g}s")
                 if len(self.current) > SHOW_MONITORS:
                     say(f"... and {len(self.current) - SHOW_MONITORS} more monitors")
-                say(f"metrics: {self.server.url}" + (f"  rules: {self.rules_dir}/*.rules.yml"
-                                                     if self.rules_dir else ""))
+                say(f"metrics: {self.server.url}" + (f"  rules: {self.rules.folder}/*.rules.yml"
+                                                     if self.rules else ""))
+                await self.write_rules()
                 await self._watch(stop)
         finally:
             self.server.stop()
@@ -135,7 +141,8 @@ class Standalone:
                 continue
             seen = now
             try:
-                added, changed, removed = self.apply(plan(self.paths))
+                added, changed, removed = self.apply(await asyncio.to_thread(plan, self.paths))
+                await self.write_rules()
             except Exception as e:  # a reload must never take the running monitors down
                 logging.getLogger(__name__).exception("reload failed")
                 say(f"error: reload failed, keeping the running monitors: {e}")
