@@ -3,7 +3,8 @@
 Covers: it prints where metrics, rules and manifests are and how to run Prometheus on them;
 ``/metrics`` serves all four demo monitors while it runs (the untrusted certificate fails as
 ``certificate_invalid`` with its expiry exported); the rules and ``prometheus.yml`` it writes
-pass ``promtool check config``; it exits 0; a busy metrics port falls back to a free one.
+pass ``promtool check config``; it exits 0; a busy metrics port falls back to a free one; the
+live view's burn rates (error ratio / budget, availability and latency).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from alert_rules.model import LatencyObjective, Objective, parse_percent
+from route_monitor.liveview import Tracker, render
+from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.spec import MonitorSpec, Target
 from tests.support.net import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -79,3 +84,36 @@ def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
     assert f"127.0.0.1:{port} is busy" in done.stdout
     assert re.search(r"metrics:\s+http://127\.0\.0\.1:\d+/metrics", done.stdout)
     shutil.rmtree(re.search(r"stay in (\S+)", done.stdout).group(1))  # type: ignore[union-attr]
+
+
+def _spec(availability: str, latency_ms: int | None = None) -> MonitorSpec:
+    lat = LatencyObjective(latency_ms, parse_percent("90", "")) if latency_ms else None
+    return MonitorSpec("demo", "m", Target("url", url="http://127.0.0.1/"),
+                       objective=Objective(availability=parse_percent(availability, ""), latency=lat))
+
+
+@pytest.mark.parametrize(("availability", "outcomes", "burn"), [
+    pytest.param("99", [True] * 100, 0.0, id="no-errors-no-burn"),
+    pytest.param("99", [True] * 99 + [False], 1.0, id="spending-exactly-the-budget"),
+    pytest.param("99.9", [True] * 90 + [False] * 10, 100.0, id="10pct-errors-on-99.9"),
+    pytest.param("99", [False] * 10, 100.0, id="hard-down"),
+])
+def test_live_view_burn_rate(availability: str, outcomes: list[bool], burn: float) -> None:
+    now = 10_000.0
+    tracker = Tracker([(_spec(availability), "http://127.0.0.1/")], clock=lambda: now)
+    for i, ok in enumerate(outcomes):
+        tracker(ProbeResult(("demo", "m"), "http://127.0.0.1/", now - 200 + i, ok, None if ok else FailureReason.TIMEOUT,
+                            0.01, 200 if ok else None, "x"))
+    view = tracker.views[("demo", "m")]
+    assert view.burn(300, now) == pytest.approx(burn)
+    assert view.burn(50, now) is None, "nothing in the last 50 s: no burn rate rather than 0"
+    table = render(tracker, color=False)
+    assert "m " in table and "http://127.0.0.1/" in table
+
+
+def test_live_view_latency_burn_counts_slow_probes() -> None:
+    now = 1000.0
+    tracker = Tracker([(_spec("99", latency_ms=100), "u")], clock=lambda: now)
+    for i, d in enumerate([0.05] * 8 + [0.2] * 2):
+        tracker(ProbeResult(("demo", "m"), "u", now - 10 + i, True, None, d, 200, "x"))
+    assert tracker.views[("demo", "m")].burn(60, now, latency=True) == pytest.approx(2.0)  # 20% slow / 10% budget
