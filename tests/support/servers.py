@@ -44,6 +44,7 @@ class Targets:
         self._thread = threading.Thread(target=self._loop.run_forever, name="test-targets", daemon=True)
         self._thread.start()
         self._servers: list[asyncio.Server] = []
+        self._refused: list[socket.socket] = []
 
     def client_context(self) -> ssl.SSLContext:
         """A verifying client context that trusts this CA (and nothing else)."""
@@ -69,26 +70,23 @@ class Targets:
         pem = self.certs[cert].cert_chain_pems[0].bytes()
         return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
 
-    @staticmethod
-    def refused_url() -> str:
+    def refused_url(self) -> str:
         """A loopback port that nothing listens on (bound, never listening: nobody else gets it)."""
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.bind(("127.0.0.1", 0))
-        _REFUSED.append(s)
+        self._refused.append(s)
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
     def close(self) -> None:
         async def stop() -> None:
             for s in self._servers:
                 s.close()
-                s.close_clients() if hasattr(s, "close_clients") else None
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
+        for sock in self._refused:
+            sock.close()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
-
-
-_REFUSED: list[socket.socket] = []
 
 
 def redirect_loop(method: str, target: str) -> Reply:
@@ -118,5 +116,3 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targets]:
         yield t
     finally:
         t.close()
-        while _REFUSED:
-            _REFUSED.pop().close()
