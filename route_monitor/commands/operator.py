@@ -54,6 +54,13 @@ async def serve(settings: OperatorSettings) -> int:
     runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set)
     await engine.start()
     loop_task: asyncio.Task[None] | None = None
+
+    async def stop_work() -> None:
+        if loop_task is not None:
+            loop_task.cancel()
+            await asyncio.gather(loop_task, return_exceptions=True)
+        await engine.close()
+
     log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d",
              "namespaces " + ", ".join(settings.namespaces) if settings.namespaces else "all namespaces",
              "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port)
@@ -61,15 +68,12 @@ async def serve(settings: OperatorSettings) -> int:
         await supervisor.prime()
         loop_task = asyncio.create_task(supervisor.run(), name="supervisor")
         await kopf.operator(
-            registry=build_registry(supervisor), settings=kopf_settings(), standalone=True,
+            registry=build_registry(supervisor, on_cleanup=stop_work), settings=kopf_settings(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,
             liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
         )
     finally:
-        if loop_task is not None:
-            loop_task.cancel()
-            await asyncio.gather(loop_task, return_exceptions=True)
-        await engine.close()
+        await stop_work()
         await runner.cleanup()
         await client.close()
     return 0

@@ -9,6 +9,7 @@ are replaced with ones that never write.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -61,8 +62,14 @@ def kopf_settings() -> kopf.OperatorSettings:
     return settings
 
 
-def build_registry(supervisor: Supervisor) -> kopf.OperatorRegistry:
+def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable[None]]) -> kopf.OperatorRegistry:
+    """``on_cleanup`` stops the supervisor and the probe engine when kopf stops: kopf treats
+    every task started after it as its own and would wait 5 s for them before cancelling."""
     registry = kopf.OperatorRegistry()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        await on_cleanup()
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:

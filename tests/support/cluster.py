@@ -53,10 +53,10 @@ def kubeconfig(server: str, token: str, user: str) -> dict[str, Any]:
     }
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 10, sig: int = signal.SIGTERM) -> None:
     if proc.poll() is not None:
         return
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, sig)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -103,7 +103,9 @@ class Cluster:
         wait_for(up, timeout=90, interval=0.2, what="kube-apiserver /readyz")
 
     def stop_apiserver(self) -> None:
-        _stop(self.procs.pop("kube-apiserver"))
+        """Kill the apiserver like a crash (a graceful stop waits for the controller-manager's
+        watches to drain): every watch breaks at once."""
+        _stop(self.procs.pop("kube-apiserver"), sig=signal.SIGKILL)
 
     def restart_apiserver(self, down_seconds: float = 0.0) -> None:
         """Stop the apiserver (watches break), optionally stay down a while, start it again."""
