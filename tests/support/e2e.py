@@ -1,0 +1,127 @@
+"""The whole pipeline on loopback: targets -> ``route-monitor standalone`` -> Prometheus -> Alertmanager -> sink.
+
+Three monitors in namespace ``shop``, probed every second:
+
+- ``checkout`` (99%): a target the test switches down and up (every probe fails while down);
+- ``cart`` (95%): one request in five answers 503, a steady 20% error ratio: above the ticket
+  pairs' thresholds (3x and 1x the 5% budget) and below the page pairs' (6x and 14.4x), so it
+  opens a ticket and never pages;
+- ``api`` (99.5%, latency: 95% under 250ms): HTTPS with a certificate from a test CA
+  (``insecureSkipVerify``), so the latency and certificate-expiry series exist.
+
+Standalone writes the generated rule files; Prometheus (1s scrape and evaluation) loads them
+and sends alerts to Alertmanager running the shipped configuration.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from route_monitor.demo_targets import Reply
+from tests.support.net import free_port, wait_for
+from tests.support.prometheus import Paging, Prometheus, run_paging, run_prometheus, stop
+from tests.support.servers import Targets
+
+MONITORS = ("checkout", "cart", "api")
+
+
+class Switch:
+    """A target that answers 200, or 503 while ``down`` (set by the test)."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, method: str, target: str) -> Reply:
+        return Reply(status=503, body=b"down\n") if self.down else Reply(body=b"ok\n")
+
+
+class EveryNth:
+    """Fails exactly one request in ``n`` (deterministic: a steady error ratio of 1/n)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.count = n, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, method: str, target: str) -> Reply:
+        with self.lock:
+            self.count += 1
+            fail = self.count % self.n == 0
+        return Reply(status=503, body=b"flaky\n") if fail else Reply(body=b"ok\n")
+
+
+def manifests(checkout: str, cart: str, api: str) -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: routemonitor.io/v1alpha1
+        kind: RouteMonitor
+        metadata: {{name: checkout, namespace: shop}}
+        spec:
+          target: {{url: "{checkout}"}}
+          probe: {{interval: 1s, timeout: 500ms}}
+          slo: {{availability: "99"}}
+        ---
+        apiVersion: routemonitor.io/v1alpha1
+        kind: RouteMonitor
+        metadata: {{name: cart, namespace: shop}}
+        spec:
+          target: {{url: "{cart}"}}
+          probe: {{interval: 1s, timeout: 500ms}}
+          slo: {{availability: "95"}}
+        ---
+        apiVersion: routemonitor.io/v1alpha1
+        kind: RouteMonitor
+        metadata: {{name: api, namespace: shop}}
+        spec:
+          target: {{url: "{api}"}}
+          probe: {{interval: 1s, timeout: 500ms, tls: {{insecureSkipVerify: true}}}}
+          slo: {{availability: "99.5", latency: {{threshold: 250ms, objective: "95"}}}}
+        """)
+
+
+@dataclass(frozen=True)
+class Stack:
+    prometheus: Prometheus
+    paging: Paging
+    checkout: Switch
+    started: float
+
+
+@contextmanager
+def standalone(folder: Path, rules: Path) -> Iterator[str]:
+    port = free_port()
+    log = (folder / "standalone.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
+                             "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: len(list(rules.glob("*.yml"))) == len(MONITORS), timeout=30, what="rule files")
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop(proc)  # type: ignore[arg-type]
+        log.close()
+
+
+@contextmanager
+def run_stack(folder: Path) -> Iterator[Stack]:
+    with ExitStack() as stack:
+        targets = Targets(folder)
+        stack.callback(targets.close)
+        checkout = Switch()
+        (folder / "monitors").mkdir()
+        (folder / "monitors" / "shop.yaml").write_text(manifests(
+            targets.http(checkout), targets.http(EveryNth(5)), targets.https()))
+        rules = folder / "rules"
+        metrics = stack.enter_context(standalone(folder, rules))
+        paging = stack.enter_context(run_paging(folder / "alertmanager"))
+        prom = stack.enter_context(run_prometheus(folder / "prometheus", targets=[metrics], rules_dir=rules,
+                                                  alertmanager=paging.alertmanager.address))
+        wait_for(lambda: len(prom.query('route_monitor_probes_total{namespace="shop"}')) == 2 * len(MONITORS),
+                 timeout=30, what="probe series in Prometheus")
+        yield Stack(prometheus=prom, paging=paging, checkout=checkout, started=time.time())

@@ -1,0 +1,131 @@
+"""End to end with real processes: probes -> Prometheus -> generated rules -> Alertmanager -> PagerDuty stand-in.
+
+The user story, in order on one stack (``tests/support/e2e.py``):
+
+1. a target fails hard -> PagerDuty receives a ``trigger`` (severity critical, summary, dedup key,
+   dashboard and runbook links); it recovers -> a ``resolve`` with the same dedup key;
+2. a steady slow burn -> the ticket webhook receives it, PagerDuty never hears of that monitor;
+3. every Grafana panel's query returns series from that Prometheus, and the variables resolve.
+
+Timing: probes, scrapes and evaluations every second. The page resolves quickly because the
+outage is a few probes in a young 5m window (the 1h/5m pair stops once those failures are under
+14.4% of its probes), well below what the 6h/30m pair needs (6%) in the 5-minute tile the
+long-window group reads. Tickets come from that long-window rule group (``interval: 5m``, 5m tiles,
+see ``alert_rules/rules.py``), so step 2 waits for its first evaluation with a full tile:
+between 5 and 10 minutes after start. Step 3 runs after it, so every recording rule exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from alert_rules import names
+from tests.support.e2e import MONITORS, Stack, run_stack
+from tests.support.net import wait_for
+from tests.support.sink import PAGERDUTY_PATH, TICKET_PATH
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(1200)]
+LONG_WINDOWS_WAIT = 1000
+"""Seconds: the long-window group first records a tile 5-10 min after start, and its windows read it at
+the next 5-minute-aligned step, so up to about 15 minutes."""
+GRAFANA = Path(__file__).resolve().parent.parent / "grafana"
+DASHBOARDS = ("slo-overview.json", "monitor-detail.json", "operator-health.json")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with run_stack(tmp_path_factory.mktemp("e2e")) as s:
+        yield s
+
+
+def of(monitor: str, action: str) -> Any:
+    return lambda b: b["payload"]["component"] == monitor and b["event_action"] == action
+
+
+def test_hard_failure_pages_and_recovery_resolves(stack: Stack) -> None:
+    stack.checkout.down = True
+    trigger = stack.paging.sink.wait_for(PAGERDUTY_PATH, of("checkout", "trigger"), timeout=90, what="trigger").body
+    stack.checkout.down = False
+
+    payload = trigger["payload"]
+    assert payload["severity"] == "critical"
+    assert payload["source"] == "shop/checkout"
+    assert payload["summary"].startswith("shop/checkout: availability error budget burning")
+    assert payload["class"] == names.ALERT_ERROR_BUDGET_BURN
+    assert re.fullmatch(r"[0-9a-f]{64}", trigger["dedup_key"])
+    links = {link["text"]: link["href"] for link in trigger["links"]}
+    assert links["Runbook"].startswith(names.DEFAULT_RUNBOOK_BASE)
+    assert "/d/route-monitor-detail/" in links["Grafana dashboard"] and "var-monitor=checkout" in links["Grafana dashboard"]
+    assert "1h/5m" in payload["custom_details"]["windows"]
+
+    resolve = stack.paging.sink.wait_for(PAGERDUTY_PATH, of("checkout", "resolve"), timeout=240, what="resolve").body
+    assert resolve["dedup_key"] == trigger["dedup_key"]
+
+
+def test_slow_burn_opens_a_ticket_and_never_pages(stack: Stack) -> None:
+    ticket = stack.paging.sink.wait_for(TICKET_PATH, lambda b: b["groupLabels"].get("monitor") == "cart"
+                                        and b["status"] == "firing", timeout=LONG_WINDOWS_WAIT, what="cart ticket").body
+    alerts = ticket["alerts"]
+    assert {a["labels"]["severity"] for a in alerts} == {"warning"}
+    assert {a["labels"]["alertname"] for a in alerts} == {names.ALERT_ERROR_BUDGET_BURN}
+    assert {(a["labels"]["long"], a["labels"]["short"]) for a in alerts} <= {("1d", "2h"), ("3d", "6h")}
+    paged = [r.body for r in stack.paging.sink.received(PAGERDUTY_PATH) if r.body["payload"]["component"] == "cart"]
+    assert paged == []
+    assert stack.prometheus.query('ALERTS{monitor="cart", severity="critical"}') == []
+
+
+# --- dashboards against this Prometheus -----------------------------------------------------
+
+def substitute(expr: str) -> str:
+    """What Grafana sends: all namespaces and monitors selected, 1m rate interval, 30d period."""
+    for var, value in (("$namespace", ".*"), ("$monitor", ".*"), ("$period", "30d"),
+                       ("$__rate_interval", "1m"), ("$__range", "1h")):
+        expr = expr.replace(var, value)
+    return expr
+
+
+def panel_queries() -> list[Any]:
+    out = []
+    for file in DASHBOARDS:
+        for panel in json.loads((GRAFANA / file).read_text())["panels"]:
+            for t in panel.get("targets", []):
+                out.append(pytest.param(t["expr"], id=f"{file.removesuffix('.json')}:{panel['title']}:{t['refId']}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def recorded(stack: Stack) -> Stack:
+    """The stack once every recording rule, the long-window ones included, has samples."""
+    record = names.error_ratio_record("3d")
+    wait_for(lambda: len(stack.prometheus.query(record)) == len(MONITORS), timeout=LONG_WINDOWS_WAIT,
+             interval=2, what=record)
+    return stack
+
+
+@pytest.mark.parametrize("expr", panel_queries())
+def test_every_dashboard_query_returns_series(recorded: Stack, expr: str) -> None:
+    assert recorded.prometheus.query(substitute(expr)), f"no series: {substitute(expr)}"
+
+
+def label_values(stack: Stack, query: str) -> set[str]:
+    m = re.fullmatch(r"label_values\((.*), (\w+)\)", query)
+    assert m, query
+    params = {"match[]": substitute(m.group(1))}
+    body = httpx.get(f"{stack.prometheus.url}/api/v1/label/{m.group(2)}/values", params=params, timeout=10).json()
+    return set(body["data"])
+
+
+def test_dashboard_variables_resolve(stack: Stack) -> None:
+    for file in DASHBOARDS:
+        variables = {v["name"]: v for v in json.loads((GRAFANA / file).read_text())["templating"]["list"]}
+        assert variables["datasource"]["query"] == "prometheus"
+        if "namespace" in variables:
+            assert label_values(stack, variables["namespace"]["definition"]) == {"shop"}
+            assert label_values(stack, variables["monitor"]["definition"]) == set(MONITORS)
