@@ -94,14 +94,15 @@ class Stack:
 
 
 @contextmanager
-def standalone(folder: Path, rules: Path) -> Iterator[str]:
+def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS)) -> Iterator[str]:
+    """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` rule files exist."""
     port = free_port()
     log = (folder / "standalone.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
                              "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: len(list(rules.glob("*.yml"))) == len(MONITORS), timeout=30, what="rule files")
+        wait_for(lambda: len(list(rules.glob("*.yml"))) == count, timeout=30, what="rule files")
         yield f"127.0.0.1:{port}"
     finally:
         stop(proc)  # type: ignore[arg-type]

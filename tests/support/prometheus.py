@@ -127,14 +127,14 @@ def run_prometheus(workdir: Path, *, targets: Sequence[str] = (), rules_dir: Pat
 
 def adapt_alertmanager_config(text: str, *, pagerduty_url: str, ticket_url: str, routing_key_file: Path,
                               templates_dir: Path = ALERTMANAGER_DIR / "templates",
-                              group_wait: str = "1s", group_interval: str = "1s") -> str:
-    """The shipped configuration with local endpoints and short group timings, nothing else."""
+                              group_wait: str | None = "1s", group_interval: str | None = "1s") -> str:
+    """The shipped configuration with local endpoints and short group timings (None: as shipped), nothing else."""
     cfg = yaml.safe_load(text)
     cfg["templates"] = [str(templates_dir / "*.tmpl")]
 
     def timings(route: dict[str, Any]) -> None:
         for key, value in (("group_wait", group_wait), ("group_interval", group_interval)):
-            if key in route or route is cfg["route"]:
+            if value is not None and (key in route or route is cfg["route"]):
                 route[key] = value
         for sub in route.get("routes", []):
             timings(sub)
@@ -192,13 +192,15 @@ class Paging:
 
 
 @contextmanager
-def run_paging(workdir: Path) -> Iterator[Paging]:
+def run_paging(workdir: Path, *, shipped_timings: bool = False) -> Iterator[Paging]:
+    """``shipped_timings``: keep the shipped group_wait/group_interval (30s/5m) instead of 1s."""
     workdir.mkdir(parents=True, exist_ok=True)
     key = workdir / "routing-key"
     key.write_text(ROUTING_KEY + "\n")
     with recording_server() as sink:
         text = adapt_alertmanager_config((ALERTMANAGER_DIR / "alertmanager.yml").read_text(),
                                          pagerduty_url=sink.url(PAGERDUTY_PATH), ticket_url=sink.url(TICKET_PATH),
-                                         routing_key_file=key)
+                                         routing_key_file=key,
+                                         **({"group_wait": None, "group_interval": None} if shipped_timings else {}))
         with run_alertmanager(workdir, config_text=text) as am:
             yield Paging(alertmanager=am, sink=sink)
