@@ -23,13 +23,16 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from dashlib import NS_MON, Panel, Query, custom_var, dashboard, datasource_var, query_var, row  # noqa: E402
 
 from alert_rules import names as n  # noqa: E402
+from alert_rules.model import DEFAULT_PERIOD_MS  # noqa: E402
+from alert_rules.windows import alert_windows  # noqa: E402
 
 UID_OVERVIEW = "route-monitor-overview"
 UID_DETAIL = "route-monitor-detail"
 UID_OPERATOR = "route-monitor-operator"
-PAGE_PAIRS = (("1h", "5m"), ("6h", "30m"))
-TICKET_PAIRS = (("1d", "2h"), ("3d", "6h"))
-"""The window pairs of the default 30d period (DESIGN.md contract 4), shown as burn rates."""
+WINDOWS = alert_windows(DEFAULT_PERIOD_MS)
+"""The generator's window pairs for the default 30d period (DESIGN.md contract 4), shown as burn rates."""
+PAGE_PAIRS = tuple((w.long, w.short) for w in WINDOWS if w.severity == "page")
+TICKET_PAIRS = tuple((w.long, w.short) for w in WINDOWS if w.severity == "ticket")
 BY = "namespace, monitor"
 PERIODS = ["30d", "28d", "7d", "1d"]
 
@@ -130,8 +133,8 @@ def detail() -> dict[str, object]:
         Panel("Error budget remaining over the period", (Query(budget_remaining("$period"), legend),),
               unit="percentunit"),
         Panel("Burn rate per window", tuple(Query(burn_rate(w), f"{legend} {w}") for w in pairs), width=24,
-              description="Page pairs 1h/5m (14.4x) and 6h/30m (6x), ticket pairs 1d/2h (3x) and 3d/6h (1x) "
-                          "for a 30d period: a pair fires when both its windows burn faster than its factor."),
+              description=", ".join(f"{w.severity} {w.long}/{w.short} at {w.factor.normalize():f}x" for w in WINDOWS)
+              + " for a 30d period: a pair fires when both its windows burn faster than its factor."),
         Panel("Probe results", (Query(f"sum by ({BY}, {n.LABEL_RESULT}) (increase({n.PROBES_TOTAL}{sel}"
                                       "[$__rate_interval]))", legend + " {{result}}"),)),
         Panel("Failures by reason", (Query(f"sum by ({n.LABEL_REASON}) (increase({n.PROBE_FAILURES_TOTAL}{sel}"

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from alert_rules import names
+from alert_rules import durations, names
+from alert_rules.model import DEFAULT_PERIOD_MS
+from alert_rules.windows import alert_windows, windows_of
 
 GRAFANA = Path(__file__).resolve().parent.parent / "grafana"
 FILES = ("slo-overview.json", "monitor-detail.json", "operator-health.json")
@@ -68,7 +70,7 @@ def test_per_monitor_dashboards_filter_by_namespace_and_monitor(name: str) -> No
 
 
 def known_names() -> set[str]:
-    windows = ["5m", "30m", "1h", "2h", "6h", "1d", "3d"]
+    windows = [durations.format_ms(ms) for ms in windows_of(alert_windows(DEFAULT_PERIOD_MS))]
     known = {v for v in vars(names).values() if isinstance(v, str)}
     for make in (names.error_ratio_record, names.slow_ratio_record):
         known |= {make(w) for w in windows}
