@@ -48,8 +48,12 @@ def runbook(alert: str) -> str:
     return f"{names.DEFAULT_RUNBOOK_BASE}#{names.slug(alert)}"
 
 
+def identity(slo: MonitorSLO) -> dict[str, str]:
+    return {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}
+
+
 def _labels(slo: MonitorSLO, own: dict[str, str]) -> dict[str, str]:
-    out = dict(own)
+    out = {**own, **identity(slo)}
     for k, v in slo.alerting.labels:
         if k not in RESERVED_LABELS:
             out[k] = v

@@ -70,10 +70,11 @@ def _window_findings(slo: MonitorSLO, sli: SLI) -> list[Finding]:
                 f"the budget within the {_fmt(period)} period (a period of at least "
                 f"{_fmt(int(w.long_ms / w.budget_share))} gives 1x)")))
         if t.guard_binds:
+            every = interval_for_factor(w, sli.budget) // 1000 * 1000
+            remedy = f"probe every {_fmt(every)} or less for" if every else "lower the objective for"
             coarse.append(f"{w.long}/{w.short} needs 2 in {w.long}, a {promql.number(round(t.effective_factor, 1))}x "
-                          f"burn instead of {factor_text(w.factor)}x (probe every "
-                          f"{_fmt(interval_for_factor(w, sli.budget))} or less for {factor_text(w.factor)}x)")
-    if coarse:
+                          f"burn instead of {factor_text(w.factor)}x ({remedy} {factor_text(w.factor)}x)")
+    if coarse and slo.interval_ms <= MAX_INTERVAL_MS:
         out.append(Finding("warning", "spec.probe.interval", (
             f"at one probe every {_fmt(slo.interval_ms)}, a single bad probe already exceeds the {sli.kind} "
             f"threshold of some windows, and a single bad probe never alerts: {'; '.join(coarse)}")))

@@ -4,7 +4,7 @@ Scenarios, each on synthetic counters at the monitor's own probe interval (one s
 probe, evaluated every minute): a hard outage pages within two minutes of the budget math
 allowing it (exact labels and annotations of every alert firing at its end) and resolves after
 recovery; one failed probe fires nothing, with history or on a fresh monitor; a steady slow
-burn tickets and never pages (when the objective and interval can resolve one within two days);
+burn tickets and never pages (when the objective and interval can resolve one within 8 hours);
 a prober restart and a move to another pod fire nothing and leave no gap; probes vanishing or
 stalling fire ``RouteMonitorProbesAbsent``; an expiring certificate fires
 ``RouteMonitorCertificateExpiry``; with a latency SLO, slow probes page on latency only.
@@ -86,7 +86,7 @@ class _Fixture:
 
     # --- scenarios --------------------------------------------------------------------------
     def hard_outage(self) -> dict[str, Any]:
-        hist, out, rec = _H, 3 * _H, _H
+        hist, out, rec = 30 * _M, 90 * _M, 45 * _M
         tl = self.timeline(steps("ok", self.n(hist)) + steps("fail", self.n(out)) + steps("ok", self.n(rec)))
         start, end = self.n(hist) * self.slo.interval_ms, (self.n(hist) + self.n(out)) * self.slo.interval_ms
         expr = [self.none(start - EVAL_MS, start - EVAL_MS)]
@@ -116,11 +116,11 @@ class _Fixture:
         return self.group("hard outage pages, then resolves", tl, expr, alerts)
 
     def single_failure(self) -> list[dict[str, Any]]:
-        hist = self.timeline(steps("ok", self.n(3 * _H)) + steps("fail", 1) + steps("ok", self.n(2 * _H)))
-        fresh = self.timeline(steps("ok", 2) + steps("fail", 1) + steps("ok", self.n(2 * _H)))
-        return [self.group("single failed probe fires nothing", hist, [self.none(5 * _H, 5 * _H)]),
-                self.group("single failed probe on a new monitor fires nothing", fresh,
-                           [self.none(2 * _H, 2 * _H)])]
+        hist = self.timeline(steps("ok", self.n(_H)) + steps("fail", 1) + steps("ok", self.n(75 * _M)))
+        fresh = self.timeline(steps("ok", 2) + steps("fail", 1) + steps("ok", self.n(_H)))
+        span = (self.n(_H) + 1 + self.n(75 * _M)) * self.slo.interval_ms
+        return [self.group("single failed probe fires nothing", hist, [self.none(span, span)]),
+                self.group("single failed probe on a new monitor fires nothing", fresh, [self.none(_H, _H)])]
 
     def slow_burn(self) -> dict[str, Any] | None:
         found = slow_burn_period(self.slo)
@@ -136,22 +136,22 @@ class _Fixture:
         n = self.n
         # failures from long ago (counter at 7), a restart (7 -> 0: changes() sees it, resets()
         # takes it back), then one failure: a single failed probe, whatever the counters did
-        parts = (steps("ok", n(_H)) + steps("ok", 1, restart=True) + steps("fail", 1) + steps("ok", n(_H))
-                 + steps("ok", n(_H), instance="prober-1:8080"))
+        parts = (steps("ok", n(30 * _M)) + steps("ok", 1, restart=True) + steps("fail", 1) + steps("ok", n(30 * _M))
+                 + steps("ok", n(30 * _M), instance="prober-1:8080"))
         tl = self.timeline(parts, initial_failures=7)
         end = len(parts) * self.slo.interval_ms
-        gapless = promql.count_over(promql.selector(names.error_ratio_record("5m"), self.ident), "2h")
+        gapless = promql.count_over(promql.selector(names.error_ratio_record("5m"), self.ident), "1h")
         return self.group("prober restart and move to another pod fire nothing, leave no gap", tl, [
             self.none(end, end, alertname=".+"),
             {"expr": gapless, "eval_time": _at(end), "exp_samples": [
-                {"labels": promql.selector("", self.ident), "value": 2 * _H // EVAL_MS + 1}]},
+                {"labels": promql.selector("", self.ident), "value": _H // EVAL_MS + 1}]},
         ])
 
     def absent(self) -> list[dict[str, Any]]:
         out = []
         for outcome, what in (("gone", "series vanish"), ("idle", "counters stop increasing")):
-            tl = self.timeline(steps("ok", self.n(_H)) + steps(outcome, self.n(_H)))  # type: ignore[arg-type]
-            stop = (self.n(_H) - 1) * self.slo.interval_ms  # the last probe
+            tl = self.timeline(steps("ok", self.n(30 * _M)) + steps(outcome, self.n(30 * _M)))  # type: ignore[arg-type]
+            stop = (self.n(30 * _M) - 1) * self.slo.interval_ms  # the last probe
             rule = self.rules[(names.ALERT_PROBES_ABSENT, "")]
             out.append(self.group(f"probes absent: {what}", tl,
                                   [self.none(stop + 8 * _M, 8 * _M, names.ALERT_PROBES_ABSENT)],
@@ -174,8 +174,8 @@ class _Fixture:
         lat = [s for s in slis(self.slo) if s.kind == "latency"]
         if not lat:
             return []
-        tl = self.timeline(steps("ok", self.n(_H)) + steps("slow", self.n(2 * _H)))
-        start, end = self.n(_H) * self.slo.interval_ms, 3 * _H
+        tl = self.timeline(steps("ok", self.n(30 * _M)) + steps("slow", self.n(_H)))
+        start, end = self.n(30 * _M) * self.slo.interval_ms, 90 * _M
         expr = [self.none(end, end, names.ALERT_ERROR_BUDGET_BURN)]
         page = [w for w in enabled_windows(self.slo) if w.severity == "page" and is_fast(w)]
         for w in page:
@@ -183,9 +183,9 @@ class _Fixture:
             if t.possible:
                 expr.append(self.firing(self.rules[(names.ALERT_LATENCY_BUDGET_BURN, w.long)],
                                         start + t.outage_ms(self.slo.interval_ms) + 2 * _M))
-        one = self.timeline(steps("ok", self.n(2 * _H)) + steps("slow", 1) + steps("ok", self.n(2 * _H)))
+        one = self.timeline(steps("ok", self.n(_H)) + steps("slow", 1) + steps("ok", self.n(_H)))
         return [self.group("slow probes page on latency, not availability", tl, expr),
-                self.group("single slow probe fires nothing", one, [self.none(4 * _H, 4 * _H)])]
+                self.group("single slow probe fires nothing", one, [self.none(2 * _H, 2 * _H)])]
 
 
 def promtool_tests(slo: MonitorSLO, rule_file: str) -> dict[str, Any]:

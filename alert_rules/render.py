@@ -20,17 +20,20 @@ PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1"
 PROMETHEUS_RULE_KIND = "PrometheusRule"
 
 
-class _Dumper(yaml.SafeDumper):
+_Base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter is ~20x faster
+
+
+class _Dumper(_Base):  # type: ignore[misc]
     """SafeDumper that writes multi-line strings as ``|`` blocks and never emits aliases."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+def _str(dumper: Any, value: str) -> yaml.ScalarNode:
+    block = "\n" in value and not any(line != line.rstrip() for line in value.split("\n"))
+    node: yaml.ScalarNode = dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if block else None)
+    return node
 
 
 _Dumper.add_representer(str, _str)

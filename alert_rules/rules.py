@@ -73,11 +73,11 @@ def group_names(slo: MonitorSLO) -> tuple[str, str]:
     return base, f"{base}/long-windows"
 
 
-def _record(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    rule: dict[str, Any] = {"record": record, "expr": expr}
-    if labels:
-        rule["labels"] = labels
-    return rule
+def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
+    """A recording rule; its static ``namespace``/``monitor`` labels repeat what the expression
+    yields, and make every monitor's rules distinct (``promtool check rules`` lints rules with
+    the same name and labels as duplicates when many monitors share one file)."""
+    return {"record": record, "expr": expr, "labels": alerts.identity(slo)}
 
 
 def _burn_expr(sli: SLI, w: AlertWindow) -> str:
@@ -90,14 +90,13 @@ def _burn_expr(sli: SLI, w: AlertWindow) -> str:
 
 
 def _objective_records(slo: MonitorSLO) -> list[dict[str, Any]]:
-    ident = {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}
     out = [
-        _record(names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100), ident),
-        _record(names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000), ident),
+        _record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
+        _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000)),
     ]
     if slo.objective.latency is not None:
-        out.append(_record(names.LATENCY_OBJECTIVE_RECORD, promql.constant(slo.objective.latency.objective / 100),
-                           ident))
+        out.append(_record(slo, names.LATENCY_OBJECTIVE_RECORD,
+                           promql.constant(slo.objective.latency.objective / 100)))
     return out
 
 
@@ -108,10 +107,10 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
         for ms in all_windows:
             if ms <= FAST_MAX_MS:
                 w = durations.format_ms(ms)
-                rules.append(_record(sli.ratio_record(w), sli.ratio_from_counters(w)))
+                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
         for long in sorted({w.long_ms for w in windows if is_fast(w)}):
             w = durations.format_ms(long)
-            rules.append(_record(sli.count_record(w), sli.bad_count_from_counters(w)))
+            rules.append(_record(slo, sli.count_record(w), sli.bad_count_from_counters(w)))
     for sli in slis(slo):
         rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if is_fast(w)]
     first = slis(slo)[0]
@@ -125,17 +124,17 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     all_windows = windows_of(alert_windows(slo.objective.period_ms))
     first = slis(slo)[0]
     all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, TILE))
-    rules = [_record(names.probes_increase_record(TILE), all_tile)]
+    rules = [_record(slo, names.probes_increase_record(TILE), all_tile)]
     for sli in slis(slo):
-        rules.append(_record(sli.good_or_bad_tile_record(TILE), sli.tile_from_counters(TILE)))
-        rules.append(_record(sli.count_record(TILE), sli.bad_count_from_counters(TILE)))
+        rules.append(_record(slo, sli.good_or_bad_tile_record(TILE), sli.tile_from_counters(TILE)))
+        rules.append(_record(slo, sli.count_record(TILE), sli.bad_count_from_counters(TILE)))
         for ms in all_windows:
             if ms > FAST_MAX_MS:
                 w = durations.format_ms(ms)
-                rules.append(_record(sli.ratio_record(w), sli.ratio_from_tiles(w, TILE)))
+                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, TILE)))
         for long in sorted({w.long_ms for w in windows if not is_fast(w)}):
             w = durations.format_ms(long)
-            rules.append(_record(sli.count_record(w), sli.count_from_tiles(w, TILE)))
+            rules.append(_record(slo, sli.count_record(w), sli.count_from_tiles(w, TILE)))
     for sli in slis(slo):
         rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if not is_fast(w)]
     return {"name": group_names(slo)[1], "interval": LONG_GROUP_INTERVAL, "rules": rules}

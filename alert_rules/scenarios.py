@@ -21,7 +21,7 @@ from alert_rules.windows import AlertWindow
 
 _TILE_MS = 300_000
 _EVAL_MS = 60_000
-MAX_SCENARIO_MS = 2 * 86_400_000
+MAX_SCENARIO_MS = 8 * 3_600_000
 MARGIN = 0.05
 SLOW_BURN_RATES = (5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.25)
 """Burn rates (multiples of the budget) tried for the slow-burn scenario, first that works wins."""
@@ -52,7 +52,7 @@ class Sim:
 
 def slow_burn_period(slo: MonitorSLO) -> tuple[Timeline, AlertWindow, int] | None:
     """A steady failure pattern (one failure every k probes) that surely opens a ticket and
-    surely never pages, within two days, and when to check the ticket; None if none exists."""
+    surely never pages, within eight hours, and when to check the ticket; None if none exists."""
     sli = slis(slo)[0]
     possible = [w for w in enabled_windows(slo) if trip(w, sli.budget, slo.interval_ms).possible]
     pages = [w for w in possible if w.severity == "page"]
@@ -60,12 +60,12 @@ def slow_burn_period(slo: MonitorSLO) -> tuple[Timeline, AlertWindow, int] | Non
     if not tickets:
         return None
     interval = slo.interval_ms
-    history = 3_600_000 // interval
+    history = 1_800_000 // interval
     for rate in SLOW_BURN_RATES:
         k = math.ceil(1 / (rate * float(sli.budget)))
         if k < 2:
             continue
-        length = history + 4 * k + 7_200_000 // interval
+        length = history + 3 * k + 3_600_000 // interval
         if length * interval > MAX_SCENARIO_MS:
             continue
         parts = steps("ok", history)

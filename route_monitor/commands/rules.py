@@ -1,0 +1,108 @@
+"""``route-monitor rules PATH... [--format prometheus|prometheusrule] [--tests DIR] [-o FILE]``
+
+Reads RouteMonitors and annotated Routes/Services, prints the generated rules: one plain
+Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
+``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
+document exercising it (``promtool test rules DIR/*.test.yml``).
+
+Every problem is one line on stderr naming the file, the object and the field. Warnings are
+printed and do not fail; any error fails the command and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from alert_rules import findings, prometheus_rule_file, prometheus_rule_object, promtool_tests
+from alert_rules import names as n
+from alert_rules.render import to_yaml, with_header
+from route_monitor import manifests
+from route_monitor.spec import MonitorSpec
+
+# fields of a RouteMonitor spec that an annotated Route/Service sets through an annotation
+_ANNOTATED = {
+    "spec.slo.availability": n.ANN_SLO,
+    "spec.probe.interval": n.ANN_INTERVAL,
+    "spec.slo.latency.objective": n.ANN_LATENCY_SLO,
+    "spec.slo.latency.threshold": n.ANN_LATENCY_THRESHOLD,
+}
+
+
+@dataclass
+class Loaded:
+    monitors: list[MonitorSpec]
+    problems: list[manifests.ManifestError]
+
+    @property
+    def failed(self) -> bool:
+        return any(not p.warning for p in self.problems)
+
+
+def load(paths: Sequence[str]) -> Loaded:
+    """Manifests -> monitors, with every problem: unreadable files, invalid specs, findings."""
+    docs, problems = manifests.load(paths)
+    coll = manifests.collect(docs)
+    problems = [*problems, *coll.problems]
+    by_source = {d.source: d for d in docs}
+    for spec in coll.monitors:
+        source = coll.sources.get(spec.key, "")
+        doc = by_source.get(source)
+        ref = doc.ref if doc else f"{n.KIND}/{spec.namespace}/{spec.name}"
+        from_annotations = doc is not None and doc.kind in ("Route", "Service")
+        for f in findings(spec.slo()):
+            field = f.field
+            if from_annotations and field in _ANNOTATED:
+                field = f"metadata.annotations[{_ANNOTATED[field]}]"
+            problems.append(manifests.ManifestError(source, ref, field, f.message, f.severity == "warning"))
+    return Loaded(coll.monitors, problems)
+
+
+def report(problems: Sequence[manifests.ManifestError], err: TextIO) -> None:
+    for p in problems:
+        print(p, file=err)
+
+
+def render(monitors: Sequence[MonitorSpec], fmt: str) -> str:
+    slos = [m.slo() for m in monitors]
+    if fmt == "prometheus":
+        return prometheus_rule_file(slos)
+    docs = [to_yaml(prometheus_rule_object(s)) for s in slos]
+    return with_header("---\n" + "---\n".join(docs)) if docs else with_header("")
+
+
+def write_tests(monitors: Sequence[MonitorSpec], folder: Path) -> list[Path]:
+    """Per monitor: ``<ns>_<name>.rules.yml`` and ``<ns>_<name>.test.yml`` (promtool)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for m in monitors:
+        slo = m.slo()
+        rules = folder / f"{slo.namespace}_{slo.name}.rules.yml"
+        tests = folder / f"{slo.namespace}_{slo.name}.test.yml"
+        rules.write_text(prometheus_rule_file([slo]), encoding="utf-8")
+        tests.write_text(with_header(to_yaml(promtool_tests(slo, rules.name))), encoding="utf-8")
+        written += [rules, tests]
+    return written
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    loaded = load(args.paths)
+    report(loaded.problems, err)
+    if loaded.failed:
+        return 1
+    if not loaded.monitors:
+        print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route or Service found", file=err)
+        return 1
+    text = render(loaded.monitors, args.format)
+    if args.tests:
+        write_tests(loaded.monitors, Path(args.tests))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return 0

@@ -1,0 +1,200 @@
+"""The rule generator's output as data (no promtool here; see test_generator_promtool.py).
+
+Covers: Contract 4's alerts (names, labels, annotations, page/ticket toggles, the monitor's own
+labels and annotations, reserved labels), literal (non-template) annotation text, PromQL
+escaping of names, aggregation by (namespace, monitor), the cost shape (no raw window over 1h,
+long windows from tiles in a 5m group that the fast group never reads), deterministic output,
+the ``le`` label as client_python renders it, the PrometheusRule object, and the findings.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+import yaml
+from prometheus_client.utils import floatToGoString
+
+from alert_rules import findings, names, prometheus_rule_file, prometheus_rule_object, rule_groups
+from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
+from alert_rules.promql import string_literal
+
+DAY = 86_400_000
+
+
+def slo(availability: str = "99.9", *, interval: int = 30_000, period: int = 30 * DAY, latency: bool = False,
+        page: bool = True, ticket: bool = True, labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None, name: str = "checkout") -> MonitorSLO:
+    lat = LatencyObjective(500, Decimal("99")) if latency else None
+    return MonitorSLO("shop", name, Objective(Decimal(availability), period, lat), interval,
+                      Alerting(page, ticket, tuple(sorted((labels or {}).items())),
+                               tuple(sorted((annotations or {}).items()))))
+
+
+def alerts(s: MonitorSLO) -> list[dict]:
+    return [r for g in rule_groups(s) for r in g["rules"] if "alert" in r]
+
+
+def keys(s: MonitorSLO) -> set[tuple[str, str, str, str]]:
+    return {(r["alert"], r["labels"]["severity"], r["labels"].get("long", ""), r["labels"].get("short", ""))
+            for r in alerts(s)}
+
+
+BURN = {("page", "critical", "1h", "5m"), ("page", "critical", "6h", "30m"),
+        ("ticket", "warning", "1d", "2h"), ("ticket", "warning", "3d", "6h")}
+
+
+@pytest.mark.parametrize(("page", "ticket", "latency"), [
+    pytest.param(True, True, False, id="availability-page-and-ticket"),
+    pytest.param(True, True, True, id="with-latency-slo"),
+    pytest.param(False, True, True, id="page-off"),
+    pytest.param(True, False, False, id="ticket-off"),
+    pytest.param(False, False, False, id="both-off"),
+])
+def test_contract_4_alerts_and_toggles(page: bool, ticket: bool, latency: bool) -> None:
+    wanted = {"page": page, "ticket": ticket}
+    expected = {(names.ALERT_PROBES_ABSENT, "warning", "", ""), (names.ALERT_CERTIFICATE_EXPIRY, "warning", "", "")}
+    for alert in [names.ALERT_ERROR_BUDGET_BURN] + ([names.ALERT_LATENCY_BUDGET_BURN] if latency else []):
+        expected |= {(alert, sev, long, short) for kind, sev, long, short in BURN if wanted[kind]}
+    assert keys(slo(page=page, ticket=ticket, latency=latency)) == expected
+
+
+def test_every_alert_carries_identity_annotations_and_the_monitors_own() -> None:
+    s = slo(latency=True, labels={"team": "payments", "severity": "low", "namespace": "x"},
+            annotations={"dashboard": "https://grafana/d/1", "runbook_url": "https://runbooks/checkout"})
+    for rule in alerts(s):
+        labels, ann = rule["labels"], rule["annotations"]
+        assert labels["namespace"] == "shop" and labels["monitor"] == "checkout"
+        assert labels["team"] == "payments"
+        assert labels["severity"] in ("critical", "warning")  # the monitor's "severity" never wins
+        assert ann["runbook_url"] == "https://runbooks/checkout"
+        assert ann["dashboard"] == "https://grafana/d/1"
+        assert "shop/checkout" in ann["summary"] and "shop/checkout" in ann["description"]
+    assert {f.field for f in findings(s) if f.severity == "warning"} >= {
+        "spec.alerting.labels.severity", "spec.alerting.labels.namespace"}
+
+
+def test_default_runbook_points_at_the_alerts_anchor() -> None:
+    for rule in alerts(slo()):
+        assert rule["annotations"]["runbook_url"].endswith("#" + rule["alert"].lower())
+
+
+def test_burn_description_states_the_numbers() -> None:
+    [page] = [r for r in alerts(slo()) if r["labels"].get("long") == "1h"]
+    d = page["annotations"]["description"]
+    assert "More than 1.44% of the probes of shop/checkout failed over both the last 1h and the last 5m" in d
+    assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the error budget" in d
+    assert page["expr"].splitlines()[-1].endswith(">= 2")  # the single-probe guard
+
+
+def test_annotations_and_labels_are_literal_text_not_templates() -> None:
+    s = slo(labels={"team": "a{{b"}, annotations={"note": "see {{ $value }}"})
+    for rule in alerts(s):
+        assert rule["labels"]["team"] == 'a{{ "{{" }}b'
+        assert rule["annotations"]["note"] == 'see {{ "{{" }} $value }}'
+        assert "$labels" not in rule["annotations"]["description"]
+
+
+@pytest.mark.parametrize(("value", "literal"), [
+    pytest.param("shop", '"shop"', id="plain"),
+    pytest.param('a"b', '"a\\"b"', id="quote"),
+    pytest.param("a\\b", '"a\\\\b"', id="backslash"),
+    pytest.param("a\nb", '"a\\nb"', id="newline"),
+    pytest.param("ä{x}", '"ä{x}"', id="unicode-and-braces"),
+])
+def test_promql_string_literal(value: str, literal: str) -> None:
+    assert string_literal(value) == literal
+
+
+_RAW = re.compile(r"(route_monitor_[a-z_]+)\{[^}]*\}(?:\[(\w+)\]| offset (\w+))?")
+
+
+def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
+    for group in rule_groups(slo(latency=True)):
+        for rule in group["rules"]:
+            raw = list(_RAW.finditer(rule["expr"]))
+            for m in raw:
+                assert 'namespace="shop",monitor="checkout"' in m.group(0)
+                window = m.group(2) or m.group(3)
+                assert window in (None, "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
+            if raw and "record" in rule:
+                assert "sum by (namespace, monitor)" in rule["expr"]
+
+
+def test_long_windows_come_from_tiles_in_a_5m_group_the_fast_group_never_reads() -> None:
+    fast, long = rule_groups(slo(latency=True))
+    assert "interval" not in fast and long["interval"] == "5m"
+    long_records = {r["record"] for r in long["rules"] if "record" in r}
+    assert names.error_ratio_record("3d") in long_records and names.error_count_record("6h") in long_records
+    for rule in fast["rules"]:
+        assert not any(rec + "{" in rule["expr"] for rec in long_records), rule
+    three_days = next(r for r in long["rules"] if r.get("record") == names.error_ratio_record("3d"))
+    assert "[3d:5m]" in three_days["expr"] and "route_monitor_probes_total" not in three_days["expr"]
+
+
+def test_output_is_deterministic_and_independent_of_input_order() -> None:
+    a, b = slo(name="a", latency=True), slo(name="b", availability="99")
+    text = prometheus_rule_file([a, b])
+    assert text == prometheus_rule_file([b, a])
+    assert text.startswith("# Code generated by route-monitor. DO NOT EDIT.\n")
+    groups = yaml.safe_load(text)["groups"]
+    assert [g["name"] for g in groups] == ["route-monitor/shop/a", "route-monitor/shop/a/long-windows",
+                                           "route-monitor/shop/b", "route-monitor/shop/b/long-windows"]
+
+
+@pytest.mark.parametrize("threshold_ms", [1, 5, 100, 250, 300, 500, 1000, 1500, 2500, 10_000, 12_000, 30_000])
+def test_le_label_matches_client_python(threshold_ms: int) -> None:
+    assert names.le_label(threshold_ms / 1000) == floatToGoString(threshold_ms / 1000)
+    fast = next(r for r in rule_groups(slo(latency=True))[0]["rules"]
+                if r.get("record") == names.slow_ratio_record("5m"))
+    assert 'le="0.5"' in fast["expr"]
+
+
+def test_prometheusrule_object() -> None:
+    obj = prometheus_rule_object(slo(latency=True))
+    assert obj["apiVersion"] == "monitoring.coreos.com/v1" and obj["kind"] == "PrometheusRule"
+    assert obj["metadata"]["name"] == "checkout" and obj["metadata"]["namespace"] == "shop"
+    assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "route-monitor"
+    assert "ownerReferences" not in obj["metadata"]
+    assert obj["spec"]["groups"] == rule_groups(slo(latency=True))
+
+
+@pytest.mark.parametrize(("monitor", "expected"), [
+    pytest.param(slo(), [], id="default-99.9-30s-is-clean"),
+    pytest.param(slo("90"), [("error", "spec.slo.availability", "1h/5m page can never fire")], id="90-page-never-fires"),
+    pytest.param(slo("90", page=False), [], id="90-with-page-off"),
+    pytest.param(slo("60", page=False), [("error", "spec.slo.availability", "1d/2h ticket can never fire")],
+                 id="60-ticket-never-fires"),
+    pytest.param(slo("99.99"), [("warning", "spec.probe.interval", "a single bad probe never alerts")],
+                 id="99.99-at-30s-guard-binds"),
+    pytest.param(slo("99.9", interval=60_000), [("warning", "spec.probe.interval", "1h/5m needs 2 in 1h")],
+                 id="99.9-at-1m-guard-binds"),
+    pytest.param(slo(interval=600_000), [("error", "spec.probe.interval", "probe at least every 5m")],
+                 id="interval-10m"),
+    pytest.param(slo(interval=120_000), [("warning", "spec.probe.interval", "only 2 probe(s)")], id="interval-2m"),
+    pytest.param(slo(period=2 * DAY), [("error", "spec.slo.period", "3d/6h ticket window is longer")],
+                 id="period-shorter-than-3d"),
+    pytest.param(slo(period=7 * DAY, ticket=False), [("warning", "spec.probe.interval", "1h/5m needs 2")],
+                 id="7d-pages-only"),
+    pytest.param(slo(period=28 * DAY, page=False), [("warning", "spec.slo.period", "3d/6h ticket fires at 0.93x")],
+                 id="28d-ticket-below-1x"),
+    pytest.param(slo(page=False, ticket=False), [("warning", "spec.alerting", "no burn-rate alert")], id="all-off"),
+    pytest.param(slo(labels={"bad-name": "x"}), [("error", "spec.alerting.labels.bad-name", "label name")],
+                 id="invalid-label-name"),
+    pytest.param(slo(annotations={"runbook url": "x"}), [("error", "spec.alerting.annotations.runbook url",
+                                                          "annotation name")], id="invalid-annotation-name"),
+])
+def test_findings(monitor: MonitorSLO, expected: list[tuple[str, str, str]]) -> None:
+    got = findings(monitor)
+    for severity, field, text in expected:
+        assert any((f.severity, f.field) == (severity, field) and text in f.message for f in got), got
+    assert [f for f in got if f.severity == "error"] == [f for f in got if f.severity == "error" and any(
+        (f.field, "error") == (field, sev) for sev, field, _ in expected)]
+    if not expected:
+        assert got == []
+
+
+def test_objective_that_cannot_page_names_the_lowest_that_can() -> None:
+    [f] = findings(slo("90"))
+    assert "use an objective above 93.06%" in f.message and "spec.alerting.page: false" in f.message

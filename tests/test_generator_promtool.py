@@ -1,0 +1,294 @@
+"""The generated rules under Debian's real promtool (Prometheus 2.42).
+
+Covers:
+- ``promtool check rules --lint=all --lint-fatal`` on rule sets for a spread of objectives,
+  periods, intervals and latency SLOs (many monitors per file: no duplicate rules), and on
+  names that need escaping;
+- the ``promtool test rules`` fixtures the generator writes for itself, for several monitors;
+- hand-written scenarios on synthetic counters, each asserting timing: a single failed probe
+  never fires a burn alert at any interval and objective (with history and on a new monitor);
+  a hard outage pages within two minutes of the budget math allowing it; a steady 0.5% error
+  rate at 99.9% tickets and never pages; a steady 2% pages within the hour; after recovery the
+  1h/5m page resolves within 10 minutes and no page is left after 40; a prober restart and a
+  move to another instance fire nothing and leave no gap; a latency burn pages on latency
+  only; probes vanishing fire RouteMonitorProbesAbsent; the user's ``{{`` shows literally;
+- the scenarios can fail: without the two-probe guard, the single-failure scenario fails.
+
+Each scenario is its own promtool run; they run in parallel (module fixture) and are reported
+one by one.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from alert_rules import prometheus_rule_file, promtool_tests
+from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
+from tests.support import promtool
+from tests.support.promtool import Job
+
+pytestmark = pytest.mark.prometheus
+
+DAY = 86_400_000
+BURN = "RouteMonitor(Error|Latency)BudgetBurn"
+
+
+def monitor(availability: str = "99.9", interval_s: float = 30, *, name: str = "web", period_days: int = 30,
+            latency: tuple[int, str] | None = None, page: bool = True, ticket: bool = True,
+            labels: tuple[tuple[str, str], ...] = (), annotations: tuple[tuple[str, str], ...] = ()) -> MonitorSLO:
+    lat = LatencyObjective(latency[0], Decimal(latency[1])) if latency else None
+    return MonitorSLO("shop", name, Objective(Decimal(availability), period_days * DAY, lat), int(interval_s * 1000),
+                      Alerting(page, ticket, labels, annotations))
+
+
+# --- promtool check rules --------------------------------------------------------------------
+
+@pytest.mark.parametrize("availability", ["93.1", "95", "99", "99.5", "99.9", "99.95", "99.99", "99.999"])
+@pytest.mark.parametrize("period_days", [7, 28, 30, 90])
+def test_promtool_check_rules_accepts_every_shape(tmp_path: Path, availability: str, period_days: int) -> None:
+    slos = [monitor(availability, interval, name=f"m{i}-{j}", period_days=period_days, latency=lat)
+            for i, interval in enumerate((1, 5, 10, 15, 30, 45, 60, 120, 300))
+            for j, lat in enumerate((None, (250, "99"), (1000, "95"), (2500, "99.9")))]
+    path = tmp_path / "rules.yml"
+    path.write_text(prometheus_rule_file(slos))
+    result = promtool.check_rules(path)
+    assert result.ok, result.output
+    assert f"SUCCESS: {sum(1 for line in path.read_text().splitlines() if line.startswith(('  - record', '  - alert')))}" \
+        in result.output
+
+
+def test_promtool_check_rules_with_names_that_need_escaping(tmp_path: Path) -> None:
+    odd = MonitorSLO('we"ird\\ns', "a{b}\nc", Objective(Decimal("99.9")),
+                     alerting=Alerting(labels=(("team", "{{ oops"),), annotations=(("note", "{{ .Broken"),)))
+    path = tmp_path / "rules.yml"
+    path.write_text(prometheus_rule_file([odd]))
+    result = promtool.check_rules(path)
+    assert result.ok, result.output
+
+
+# --- scenarios -------------------------------------------------------------------------------
+
+def run(seq: list[float | str]) -> str:
+    return " ".join(str(v) for v in seq)
+
+
+def counters(outcomes: str, *, start_failures: int = 0) -> tuple[list[float], list[float]]:
+    """'.' = successful probe, 'x' = failed probe: cumulative (success, failure) per step."""
+    ok, bad, s, f = [], [], 0, start_failures
+    for c in outcomes:
+        s += c == "."
+        f += c == "x"
+        ok.append(s)
+        bad.append(f)
+    return ok, bad
+
+
+def series(outcomes: str, *, instance: str = "p0:8080", name: str = "web") -> list[dict[str, str]]:
+    ok, bad = counters(outcomes)
+    sel = f'route_monitor_probes_total{{namespace="shop",monitor="{name}",instance="{instance}",result='
+    return [{"series": sel + '"success"}', "values": run(ok)}, {"series": sel + '"failure"}', "values": run(bad)}]
+
+
+def alerts_sel(alertname: str = BURN, name: str = "web", **labels: str) -> str:
+    extra = "".join(f',{k}="{v}"' for k, v in labels.items())
+    return f'ALERTS{{alertname=~"{alertname}",namespace="shop",monitor="{name}"{extra}}}'
+
+
+def never(span: str, **labels: str) -> dict:
+    """No matching alert at any evaluation during the span ending at ``span``."""
+    return {"expr": f"count_over_time({alerts_sel(**labels)}[{span}])", "eval_time": span, "exp_samples": []}
+
+
+def none_at(at: str, **labels: str) -> dict:
+    return {"expr": alerts_sel(**labels), "eval_time": at, "exp_samples": []}
+
+
+def firing_at(at: str, **labels: str) -> dict:
+    sel = alerts_sel(**labels)
+    return {"expr": f"count({sel})", "eval_time": at, "exp_samples": [{"labels": "{}", "value": 1}]}
+
+
+def job(name: str, slo: MonitorSLO, interval: str, input_series: list[dict], checks: list[dict]) -> Job:
+    return Job(name, prometheus_rule_file([slo]), {
+        "rule_files": ["rules.yml"], "evaluation_interval": "1m",
+        "tests": [{"interval": interval, "input_series": input_series, "promql_expr_test": checks}]})
+
+
+def minutes(m: float) -> str:
+    return f"{round(m)}m"
+
+
+SINGLE_FAILURE = [
+    (objective, interval) for objective in ("99", "99.9", "99.99", "99.999") for interval in (10, 30, 60, 300)
+]
+
+
+def single_failure_jobs() -> list[Job]:
+    out = []
+    for objective, interval in SINGLE_FAILURE:
+        per_hour = 3600 // interval
+        # one failure after an hour of history, then two quiet hours
+        history = "." * per_hour + "x" + "." * (2 * per_hour)
+        out.append(job(f"single-failed-probe-never-fires-{objective}-{interval}s", monitor(objective, interval),
+                       f"{interval}s", series(history), [never("3h")]))
+        if interval == 30:  # a brand-new monitor whose second probe fails: the windows hold little else
+            fresh = ".x" + "." * (2 * per_hour)
+            out.append(job(f"single-failed-probe-on-new-monitor-never-fires-{objective}-{interval}s",
+                           monitor(objective, interval), f"{interval}s", series(fresh), [never("2h")]))
+    return out
+
+
+HARD_OUTAGE = [("99.9", 30), ("99", 30), ("99.95", 10), ("99.9", 60), ("99.5", 15)]
+
+
+def hard_outage_jobs() -> list[Job]:
+    out = []
+    for objective, interval in HARD_OUTAGE:
+        per_min = 60 / interval
+        budget = (100 - float(objective)) / 100
+        math_min = 14.4 * budget * 60  # full outage after which the 1h ratio exceeds 14.4x budget
+        outage = "." * int(60 * per_min) + "x" * int(90 * per_min)
+        checks = [never("60m"), firing_at(minutes(60 + math_min + 2), severity="critical", long="1h", short="5m")]
+        if math_min >= 3:
+            checks.append(none_at(minutes(60 + math_min - 1.5), severity="critical", long="1h", short="5m"))
+        out.append(job(f"hard-outage-pages-within-2m-of-budget-math-{objective}-{interval}s",
+                       monitor(objective, interval), f"{interval}s", series(outage), checks))
+    return out
+
+
+def steady_rate(every: int, hours: float, per_hour: int) -> str:
+    """An hour of history, then one failure every ``every`` probes."""
+    burn = ("." * (every - 1) + "x") * int(hours * per_hour / every + 1)
+    return "." * per_hour + burn[: int(hours * per_hour)]
+
+
+def other_jobs() -> list[Job]:
+    web = monitor("99.9", 30)
+    jobs = [
+        # 0.5% at 99.9%: 3x..6x budget; the 6h window holds at most 4 failures in 720 (0.56% < 0.6%)
+        job("steady-0.5pct-at-99.9-tickets-never-pages", web, "30s", series(steady_rate(200, 9, 120)), [
+            never("10h", severity="critical"),
+            firing_at("10h", severity="warning", long="3d", short="6h")]),
+        # 2% at 99.9%: one failure every 25 minutes; the second one within an hour pages
+        job("steady-2pct-at-99.9-pages-within-the-hour", web, "30s", series(steady_rate(50, 2, 120)), [
+            never("60m", severity="critical"),
+            firing_at("111m", severity="critical", long="1h", short="5m")]),
+        # 30 minutes down after an hour up, then up again
+        job("recovery-resolves-the-1h-page-within-10m-and-every-page-within-40m", web, "30s",
+            series("." * 120 + "x" * 60 + "." * 180), [
+                firing_at("89m", severity="critical", long="1h", short="5m"),
+                firing_at("89m", severity="critical", long="6h", short="30m"),
+                none_at("100m", severity="critical", long="1h", short="5m"),
+                none_at("130m", severity="critical")]),
+    ]
+    # 99.99% at 30s, where a single failure exceeds every threshold: the prober has 7 old failures,
+    # restarts at 1h (counters back to 0), fails once at 1h10m, moves to another pod at 2h
+    ok0, bad0 = counters("." * 120, start_failures=7)
+    ok1, bad1 = counters("." * 20 + "x" + "." * 99)
+    ok2, bad2 = counters("." * 120)
+    sel = 'route_monitor_probes_total{namespace="shop",monitor="web",instance="%s",result="%s"}'
+    moved = [
+        {"series": sel % ("p0:8080", "success"), "values": run([*ok0, *ok1, "stale"])},
+        {"series": sel % ("p0:8080", "failure"), "values": run([*bad0, *bad1, "stale"])},
+        {"series": sel % ("p1:8080", "success"), "values": run(["_"] * 240 + ok2)},
+        {"series": sel % ("p1:8080", "failure"), "values": run(["_"] * 240 + bad2)},
+    ]
+    gapless = 'count_over_time(namespace_monitor:route_monitor_probe_errors:ratio_rate5m{monitor="web"}[2h50m])'
+    jobs.append(job("prober-restart-and-move-fire-nothing-and-leave-no-gap", monitor("99.99", 30), "30s", moved, [
+        never("3h", alertname=".+"),
+        {"expr": gapless, "eval_time": "3h", "exp_samples": [{"labels": '{namespace="shop",monitor="web"}',
+                                                               "value": 171}]}]))
+    # latency 99% under 500ms: every probe succeeds, 3 in 10 take longer than 500ms
+    lat = monitor("99.9", 30, latency=(500, "99"))
+    n = 360
+    ok, _ = counters("." * n)
+    fast = [sum(1 for j in range(i + 1) if j < 120 or j % 10 >= 3) for i in range(n)]
+    h = 'route_monitor_probe_duration_seconds_%s{namespace="shop",monitor="web",instance="p0:8080"%s}'
+    jobs.append(job("latency-burn-pages-on-latency-only", lat, "30s", [
+        *series("." * n),
+        {"series": h % ("count", ""), "values": run(ok)},
+        {"series": h % ("bucket", ',le="0.5"'), "values": run(fast)},
+        {"series": h % ("bucket", ',le="+Inf"'), "values": run(ok)},
+    ], [never("3h", alertname="RouteMonitorErrorBudgetBurn"),
+        never("60m", alertname="RouteMonitorLatencyBudgetBurn"),
+        firing_at("95m", alertname="RouteMonitorLatencyBudgetBurn", severity="critical", long="1h", short="5m")]))
+    jobs.append(job("probes-vanishing-fire-probes-absent", web, "30s", [
+        {"series": s["series"], "values": s["values"] + " stale"} for s in series("." * 120)], [
+        none_at("69m", alertname="RouteMonitorProbesAbsent"),
+        firing_at("71m", alertname="RouteMonitorProbesAbsent", severity="warning")]))
+    return jobs
+
+
+def literal_annotation_job() -> Job:
+    slo = monitor(annotations=(("note", "{{ $value }} is not expanded"),), labels=(("team", "a{{b"),))
+    tests = promtool_tests(slo, "rules.yml")
+    tests["tests"] = [g for g in tests["tests"] if g["name"].startswith("probes absent")]
+    assert tests["tests"][0]["alert_rule_test"][0]["exp_alerts"][0]["exp_annotations"]["note"] == \
+        "{{ $value }} is not expanded"
+    return Job("user-annotations-and-labels-render-literally", prometheus_rule_file([slo]), tests)
+
+
+def without_guard(job: Job) -> Job:
+    rules = re.sub(r"\n *and\n *namespace_monitor:route_monitor_probe_(errors|slow):count\w+\{[^}]*\} >= 2", "",
+                   job.rules)
+    assert rules != job.rules
+    return Job(job.name + "-WITHOUT-GUARD", rules, job.tests)
+
+
+SCENARIOS = [*single_failure_jobs(), *hard_outage_jobs(), *other_jobs(), literal_annotation_job()]
+MUTANTS = [without_guard(j) for j in SCENARIOS if j.name == "single-failed-probe-never-fires-99.99-30s"]
+
+
+@pytest.fixture(scope="module")
+def scenario_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
+    return promtool.run_many([*SCENARIOS, *MUTANTS], tmp_path_factory.mktemp("scenarios"))
+
+
+@pytest.mark.parametrize("name", [j.name for j in SCENARIOS])
+def test_scenario(scenario_results: dict[str, promtool.Result], name: str) -> None:
+    result = scenario_results[name]
+    assert result.ok, result.output
+
+
+def test_single_failure_scenario_catches_a_missing_guard(scenario_results: dict[str, promtool.Result]) -> None:
+    [mutant] = MUTANTS
+    result = scenario_results[mutant.name]
+    assert not result.ok and "RouteMonitorErrorBudgetBurn" in result.output
+
+
+# --- the generator's own fixtures ---------------------------------------------------------------
+
+FIXTURE_MONITORS = {
+    "99.9-30s-latency": monitor("99.9", 30, latency=(500, "99"), labels=(("team", "shop"),)),
+    "99.99-30s": monitor("99.99", 30),
+    "99-1m-28d": monitor("99", 60, period_days=28),
+    "99.5-15s-7d-latency": monitor("99.5", 15, period_days=7, latency=(300, "95")),
+    "95-10s-tickets-only": monitor("95", 10, page=False),
+    "99.9-2m-pages-only": monitor("99.9", 120, ticket=False),
+}
+
+
+@pytest.fixture(scope="module")
+def fixture_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
+    jobs = [Job(k, prometheus_rule_file([s]), promtool_tests(s, "rules.yml")) for k, s in FIXTURE_MONITORS.items()]
+    return promtool.run_many(jobs, tmp_path_factory.mktemp("fixtures"))
+
+
+@pytest.mark.parametrize("name", list(FIXTURE_MONITORS))
+def test_generated_promtool_fixtures_pass(fixture_results: dict[str, promtool.Result], name: str) -> None:
+    result = fixture_results[name]
+    assert result.ok, result.output
+
+
+def test_generated_fixtures_cover_the_scenarios() -> None:
+    doc = promtool_tests(FIXTURE_MONITORS["99.9-30s-latency"], "rules.yml")
+    names = [g["name"] for g in doc["tests"]]
+    for expected in ("hard outage pages, then resolves", "single failed probe fires nothing",
+                     "steady slow burn tickets and never pages", "probes absent: series vanish",
+                     "certificate expiring within 14 days", "slow probes page on latency, not availability"):
+        assert expected in names
+    assert doc["rule_files"] == ["rules.yml"]
