@@ -1,0 +1,139 @@
+"""The reconciler's write discipline, with a recording stand-in for the Kubernetes writes (the
+real writes are covered against a real apiserver in ``test_operator*.py``):
+
+- status: written when conditions change and when the probe outcome changes, the first result
+  at once, a later change at most once per ``status_min_interval`` (deferred, then written);
+  never for a probe with the same outcome;
+- the PrometheusRule: applied once per content, again only when the spec changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.reconcile import Reconciler
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.world import World
+from route_monitor.probe.result import FailureReason, ProbeResult
+
+KEY = ("ns", "web")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    async def apply_monitor(self, manifest: Any) -> None:
+        self.calls.append(("apply_monitor", manifest["metadata"]["name"]))
+
+    async def delete_monitor(self, namespace: str, name: str) -> None:
+        self.calls.append(("delete_monitor", name))
+
+    async def apply_rule(self, rule: Any) -> None:
+        self.calls.append(("apply_rule", rule["metadata"]["name"]))
+
+    async def patch_status(self, namespace: str, name: str, status: Any) -> None:
+        self.calls.append(("status", status))
+
+    async def warn(self, involved: Any, reason: str, message: str) -> None:
+        self.calls.append(("warn", reason))
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+class Engine:
+    def __init__(self) -> None:
+        self.monitors: dict[tuple[str, str], str] = {}
+
+    def set_monitor(self, spec: Any, target: Any) -> None:
+        self.monitors[spec.key] = target.url
+
+    def remove_monitor(self, key: tuple[str, str]) -> None:
+        self.monitors.pop(key, None)
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def setup(interval: str = "1s") -> tuple[Reconciler, Recorder, Engine, Clock, list[tuple[Any, float]]]:
+    world = World()
+    world.observe("route", None, {"metadata": {"name": "web", "namespace": "ns", "uid": "r1"},
+                                  "spec": {"host": "127.0.0.1:8080"}})
+    world.observe("routemonitor", None, {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "m1", "generation": 1},
+        "spec": {"target": {"route": {"name": "web"}}, "probe": {"interval": interval},
+                 "slo": {"availability": "99.9"}}})
+    kube, engine, clock, scheduled = Recorder(), Engine(), Clock(), []
+    rec = Reconciler(world=world, settings=OperatorSettings(status_min_interval=10.0), kube=kube,  # type: ignore[arg-type]
+                     engine=engine, metrics=OperatorMetrics(CollectorRegistry()),
+                     schedule=lambda key, delay: scheduled.append((key, delay)), clock=clock)
+    return rec, kube, engine, clock, scheduled
+
+
+def probe(success: bool, at: float, reason: FailureReason | None = None) -> ProbeResult:
+    return ProbeResult(key=KEY, url="http://127.0.0.1:8080/", timestamp=at, success=success, reason=reason,
+                       duration_seconds=0.01, status_code=200, detail="")
+
+
+async def test_status_is_written_on_outcome_changes_within_the_rate_bound() -> None:
+    rec, kube, engine, clock, scheduled = setup()
+    await rec.reconcile(KEY)
+    assert engine.monitors == {KEY: "http://127.0.0.1:8080/"}
+    assert kube.names() == ["apply_rule", "status"]
+    kube.calls.clear()
+
+    rec.results[KEY] = probe(True, 1000.5)
+    clock.now = 1000.5
+    await rec.reconcile(KEY)
+    assert kube.names() == ["status"], "the first result is written at once"
+    assert kube.calls[0][1]["lastProbe"]["result"] == "success"
+    kube.calls.clear()
+
+    for t in (1001.5, 1002.5, 1003.5):  # same outcome: nothing to write
+        rec.results[KEY] = probe(True, t)
+        clock.now = t
+        await rec.reconcile(KEY)
+    assert kube.calls == []
+
+    rec.results[KEY] = probe(False, 1004.5, FailureReason.HTTP_STATUS)
+    clock.now = 1004.5
+    await rec.reconcile(KEY)
+    assert kube.calls == [], "a change within 10 s of the last write waits"
+    assert scheduled == [(KEY, 6.0)]
+    clock.now = 1010.5
+    await rec.reconcile(KEY)
+    assert kube.names() == ["status"]
+    written = kube.calls[0][1]["lastProbe"]
+    assert (written["result"], written["reason"]) == ("failure", "http_status")
+
+
+async def test_rule_is_applied_once_per_content() -> None:
+    rec, kube, _, _, _ = setup()
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert kube.names().count("apply_rule") == 1
+    rec.world.observe("routemonitor", "MODIFIED", {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "m1", "generation": 2},
+        "spec": {"target": {"route": {"name": "web"}}, "probe": {"interval": "1s"},
+                 "slo": {"availability": "99.5"}}})
+    await rec.reconcile(KEY)
+    assert kube.names().count("apply_rule") == 2
+    [*_, last] = [c for c in kube.calls if c[0] == "status"]
+    assert last[1]["observedGeneration"] == 2
+
+
+async def test_deleted_monitor_stops_probing_and_is_forgotten() -> None:
+    rec, _kube, engine, _, _ = setup()
+    await rec.reconcile(KEY)
+    rec.world.observe("routemonitor", "DELETED", {"metadata": {"name": "web", "namespace": "ns"}})
+    await rec.reconcile(KEY)
+    assert engine.monitors == {}
+    assert rec.metrics.counts() == {"ready": 0, "target_unresolved": 0, "rules_failed": 0, "invalid": 0}
