@@ -32,7 +32,9 @@ def literal(text: str) -> str:
 
 
 def pct(ratio: Decimal) -> str:
-    return f"{promql.number(ratio * 100)}%"
+    """A ratio for people, 4 significant digits: ``0.0144`` -> ``1.44%``, ``7/600`` -> ``1.167%``."""
+    d = ratio * 100
+    return f"{promql.number(round(d, max(0, 3 - d.adjusted())) if d else d)}%"
 
 
 def factor_text(factor: Decimal) -> str:
