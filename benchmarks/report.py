@@ -22,7 +22,8 @@ def machine() -> dict[str, Any]:
     commit = commit or os.environ.get("BENCH_COMMIT", "?")  # a `git archive` copy has no .git
     try:
         bbe = subprocess.run(["/usr/bin/prometheus-blackbox-exporter", "--version"], capture_output=True,
-                             text=True, check=False).stderr.splitlines()[0]
+                             text=True, check=False)
+        bbe = (bbe.stdout or bbe.stderr).splitlines()[0]
     except (OSError, IndexError):
         bbe = "?"
     return {"nproc": os.cpu_count(), "cpu_model": model, "mem_gib": round(mem_kb / 2**20, 1),
