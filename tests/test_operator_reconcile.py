@@ -26,8 +26,9 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    async def apply_monitor(self, manifest: Any) -> None:
+    async def apply_monitor(self, manifest: Any) -> dict[str, Any]:
         self.calls.append(("apply_monitor", manifest["metadata"]["name"]))
+        return {**manifest, "metadata": {**manifest["metadata"], "uid": "applied", "generation": 1}}
 
     async def delete_monitor(self, namespace: str, name: str) -> None:
         self.calls.append(("delete_monitor", name))

@@ -62,11 +62,13 @@ class KubeWriter:
             raise
         return out
 
-    async def apply_monitor(self, manifest: Mapping[str, Any]) -> None:
+    async def apply_monitor(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply a generated RouteMonitor; returns it as stored (with its uid)."""
         self._count("apply", names.PLURAL)
         meta = manifest["metadata"]
-        await self._client.patch(RouteMonitor, meta["name"], dict(manifest), namespace=meta["namespace"],
+        applied = await self._client.patch(RouteMonitor, meta["name"], dict(manifest), namespace=meta["namespace"],
                                  patch_type=PatchType.APPLY, field_manager=names.FIELD_MANAGER, force=True)
+        return dict(applied.to_dict())
 
     async def delete_monitor(self, namespace: str, name: str) -> None:
         """Delete a generated RouteMonitor (its PrometheusRule follows by garbage collection)."""

@@ -66,7 +66,9 @@ class Reconciler:
         self._warned[key] = active
         if decision.action == "apply" and decision.manifest is not None:
             log.info("applying generated RouteMonitor %s/%s", *key)
-            await self.kube.apply_monitor(decision.manifest)
+            applied = await self.kube.apply_monitor(decision.manifest)
+            # go on with the monitor at once; its watch event will find nothing new
+            self.world.observe("routemonitor", "MODIFIED", applied)
         elif decision.action == "delete":
             log.info("deleting RouteMonitor %s/%s: its annotation was removed", *key)
             await self.kube.delete_monitor(*key)
