@@ -102,7 +102,7 @@ def reference_rules(objective: Decimal, scrape_s: int) -> str:
 
 
 def our_rules(objective: Decimal, interval_ms: int) -> str:
-    from alert_rules import prometheus_rule_file  # type: ignore[attr-defined]
+    from alert_rules import prometheus_rule_file
     from alert_rules.model import MonitorSLO, Objective
 
     return str(prometheus_rule_file([MonitorSLO(namespace=NS, name=MON, objective=Objective(objective),

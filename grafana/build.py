@@ -113,7 +113,7 @@ def overview() -> dict[str, object]:
     ]
     return dashboard(uid=UID_OVERVIEW, title="route-monitor / SLO overview", tags=["route-monitor", "slo"],
                      description="Availability SLOs of every monitored Route, Service and URL.",
-                     variables=monitor_vars(), panels=panels, links=[detail_link()])
+                     variables=monitor_vars(), panels=panels, links=(detail_link(),))
 
 
 def detail_link() -> dict[str, object]:
@@ -158,7 +158,7 @@ def detail() -> dict[str, object]:
     return dashboard(uid=UID_DETAIL, title="route-monitor / Monitor detail", tags=["route-monitor", "slo"],
                      description="One monitor's availability, burn rates, latency and failures.",
                      variables=monitor_vars(), panels=panels,
-                     links=[{**detail_link(), "title": "SLO overview", "url": f"/d/{UID_OVERVIEW}"}])
+                     links=({**detail_link(), "title": "SLO overview", "url": f"/d/{UID_OVERVIEW}"},))
 
 
 def operator() -> dict[str, object]:

@@ -80,7 +80,8 @@ def row(title: str) -> Panel:
 
 
 def dashboard(*, uid: str, title: str, description: str, panels: list[Panel],
-              variables: list[dict[str, Any]], tags: list[str], links: list[dict[str, Any]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+              variables: list[dict[str, Any]], tags: list[str],
+              links: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     x = y = row_height = 0
     for pid, p in enumerate(panels, start=1):

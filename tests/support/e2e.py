@@ -105,7 +105,7 @@ def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS)) -> Iter
         wait_for(lambda: len(list(rules.glob("*.yml"))) == count, timeout=30, what="rule files")
         yield f"127.0.0.1:{port}"
     finally:
-        stop(proc)  # type: ignore[arg-type]
+        stop(proc)
         log.close()
 
 

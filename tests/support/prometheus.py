@@ -162,7 +162,8 @@ class Alertmanager:
         httpx.post(f"{self.url}/api/v2/alerts", json=alerts, timeout=10).raise_for_status()
 
     def alerts(self, **filters: str) -> list[dict[str, Any]]:
-        params = [("filter", f'{k}="{v}"') for k, v in filters.items()]
+        params: list[tuple[str, str | int | float | bool | None]] = [("filter", f'{k}="{v}"')
+                                                                     for k, v in filters.items()]
         result: list[dict[str, Any]] = httpx.get(f"{self.url}/api/v2/alerts", params=params, timeout=10).json()
         return result
 
@@ -200,7 +201,7 @@ def run_paging(workdir: Path, *, shipped_timings: bool = False) -> Iterator[Pagi
     with recording_server() as sink:
         text = adapt_alertmanager_config((ALERTMANAGER_DIR / "alertmanager.yml").read_text(),
                                          pagerduty_url=sink.url(PAGERDUTY_PATH), ticket_url=sink.url(TICKET_PATH),
-                                         routing_key_file=key,
-                                         **({"group_wait": None, "group_interval": None} if shipped_timings else {}))
+                                         routing_key_file=key, group_wait=None if shipped_timings else "1s",
+                                         group_interval=None if shipped_timings else "1s")
         with run_alertmanager(workdir, config_text=text) as am:
             yield Paging(alertmanager=am, sink=sink)
