@@ -149,6 +149,17 @@ def operator_requests(cluster: Cluster) -> dict[str, float]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_all(cluster: Cluster, op: Operator) -> dict[str, float]:
+    assert op.proc is not None
+    pids = {"operator": op.proc.pid} | {name: p.pid for name, p in cluster.procs.items()}
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -185,6 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rules = RuleWatch(cluster)
         time.sleep(1)
         before = operator_requests(cluster)
+        cpu_before = cpu_all(cluster, op)
         first = [f"r{i:05d}" for i in range(args.routes)]
         t0 = time.time()
         created = create_routes(cluster, first, f"127.0.0.1:{target.port}", args.interval)
@@ -194,6 +206,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         wait_until(lambda: all(f"/{n}" in target.first for n in first), interval_s + 120, "all first probes")
         time.sleep(5)  # let status writes settle
         after = operator_requests(cluster)
+        cpu_after = cpu_all(cluster, op)
+        result["cpu_seconds_first_phase"] = {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}
         writes = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
         own = {f"{s.labels['verb']} {s.labels['resource']}": s.value for s in _own_counters(op)}
         result["routes"] = args.routes

@@ -63,7 +63,10 @@ class Reconciler:
         for w in active - self._warned.get(key, set()):
             log.warning("%s %s/%s: %s", w.reason, key[0], key[1], w.message)
             await self.kube.warn(dict(w.involved), w.reason, w.message)
-        self._warned[key] = active
+        if active:
+            self._warned[key] = active
+        else:
+            self._warned.pop(key, None)
         if decision.action == "apply" and decision.manifest is not None:
             log.info("applying generated RouteMonitor %s/%s", *key)
             applied = await self.kube.apply_monitor(decision.manifest)
