@@ -172,7 +172,7 @@ async def test_exposition_passes_promtool_check_metrics(run: Run, targets: Targe
     run.engine.set_monitor(*monitor("tls", targets.https(cert="wrong-host")))
     run.engine.set_monitor(*monitor("quoted", targets.http() + '/?q="x"\\y'))
     await run.until(lambda: {r.key for r in run.results} >= {("shop", "ok"), ("other", "bad"), ("shop", "tls")})
-    server = MetricsServer(run.registry, "127.0.0.1", 0)
+    server = MetricsServer(run.registry, "127.0.0.1", 0, render=run.engine.metrics.exposition)
     server.start()
     try:
         text = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read())

@@ -3,13 +3,15 @@
 Covers: ``le`` labels are ``names.le_label`` (what the generator queries) and match
 client_python's own float rendering; a duration equal to the threshold counts in the
 threshold's bucket (``le`` is inclusive); buckets are cumulative; the certificate expiry
-survives a failure without a handshake but not a URL change; removal drops every series.
+survives a failure without a handshake but not a URL change; removal drops every series; the
+fast exposition (``ProbeMetrics.exposition``) says exactly what client_python's rendering says.
 """
 
 from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
 from alert_rules import names
@@ -78,3 +80,25 @@ def test_two_registries_do_not_share_anything() -> None:
     ProbeMetrics(b)
     assert a.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "success"}) == 0
     assert b.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "success"}) is None
+
+
+def samples(text: bytes) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:
+    return sorted((s.name, tuple(sorted(s.labels.items())), s.value)
+                  for f in text_string_to_metric_families(text.decode()) for s in f.samples)
+
+
+def test_fast_exposition_matches_client_python() -> None:
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    metrics.in_flight = 3
+    metrics.schedule_lag.observe(0.002)
+    for i, (threshold, url) in enumerate([(None, "http://a/"), (0.3, 'http://b/?q="x"\\y'), (1.0, "https://c/\n")]):
+        series = metrics.add(("ns", f"m{i}"), TargetInfo(url, "route" if i else "url", f"n{i}"), threshold)
+        for d in (0.001, 0.3, 2.0, 30.0)[: i + 2]:
+            series.record(ok(d, cert=1.7e9 + i if i else None))
+        for reason in list(FailureReason)[:i * 4]:
+            series.record(failed(reason))
+    metrics.add(("other", "fresh"), TargetInfo("http://d/", "service", "d"), 0.25)
+    fast = metrics.exposition()
+    assert samples(fast) == samples(generate_latest(registry))
+    assert fast.count(b"# TYPE route_monitor_probes_total counter") == 1

@@ -76,13 +76,13 @@ def intro(metrics: MetricsServer, folder: Path) -> str:
         """)
 
 
-def _serve(registry: CollectorRegistry, address: tuple[str, int]) -> tuple[MetricsServer, str]:
-    server = MetricsServer(registry, *address)
+def _serve(metrics: ProbeMetrics, registry: CollectorRegistry, address: tuple[str, int]) -> tuple[MetricsServer, str]:
+    server = MetricsServer(registry, *address, render=metrics.exposition)
     try:
         server.start()
         return server, ""
     except OSError as e:
-        server = MetricsServer(registry, address[0], 0)
+        server = MetricsServer(registry, address[0], 0, render=metrics.exposition)
         server.start()
         return server, f"note: {address[0]}:{address[1]} is busy ({e.strerror}); serving on port {server.port}\n"
 
@@ -97,8 +97,9 @@ async def demo(address: tuple[str, int], duration: float, *, tty: bool) -> int:
         print(p, file=sys.stderr)
     tracker = Tracker((p.spec, p.target.url) for p in found.monitors.values())
     registry = CollectorRegistry()
-    engine = ProbeEngine(metrics=ProbeMetrics(registry), on_result=tracker)
-    server, note = _serve(registry, address)
+    metrics = ProbeMetrics(registry)
+    engine = ProbeEngine(metrics=metrics, on_result=tracker)
+    server, note = _serve(metrics, registry, address)
     write_rules(folder / "rules", [p.spec.slo() for p in found.monitors.values()])
     (folder / "prometheus.yml").write_text(prometheus_config(server, folder / "rules"))
     header = note + intro(server, folder)

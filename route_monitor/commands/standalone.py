@@ -60,9 +60,9 @@ class Standalone:
         self.paths = paths
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
-        self.engine = ProbeEngine(metrics=ProbeMetrics(self.registry), max_concurrency=max_concurrency,
-                                  on_result=Transitions())
-        self.server = MetricsServer(self.registry, *metrics_address)
+        metrics = ProbeMetrics(self.registry)
+        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions())
+        self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition)
         self.current: dict[Key, Planned] = {}
         self.poll = poll
 

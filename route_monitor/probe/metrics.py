@@ -22,17 +22,28 @@ URL does not change (so the expiry alert does not resolve because the target wen
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from alert_rules import names
+from route_monitor.probe import exposition
 from route_monitor.probe.result import FailureReason, ProbeResult
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+HELP = {
+    names.PROBES_TOTAL: "Completed probes by result",
+    names.PROBE_FAILURES_TOTAL: "Failed probes by reason (bounded set)",
+    names.PROBE_DURATION_SECONDS: "Duration of successful probes (the latency threshold is always a bucket boundary)",
+    names.PROBE_SUCCESS: "1 if the last probe succeeded, else 0",
+    names.TLS_CERT_EXPIRY: "Leaf certificate notAfter (seconds since the epoch), reported even when verification fails",
+    names.TARGET_INFO: "What is being probed (always 1)",
+    names.PROBES_IN_FLIGHT: "Probes running right now",
+}
 
 
 @lru_cache(maxsize=256)
@@ -50,10 +61,11 @@ class TargetInfo:
 class Hist:
     """One monitor's duration histogram (non-cumulative bucket counts; the last one is +Inf)."""
 
-    __slots__ = ("bounds", "buckets", "sum")
+    __slots__ = ("bounds", "buckets", "le_labels", "sum")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
+        self.le_labels = _le_labels(bounds)
         self.buckets = [0] * (len(bounds) + 1)
         self.sum = 0.0
 
@@ -62,17 +74,24 @@ class MonitorSeries:
     """The live series of one monitor. Mutated only on the event loop; a scrape (possibly in
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
-    __slots__ = ("by_reason", "cert_not_after", "failure", "hist", "info", "key", "last_success", "success")
+    __slots__ = ("by_reason", "cert_not_after", "failure", "hist", "ident", "info", "info_labels", "key",
+                 "last_success", "success")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
         self.key = key
-        self.info = info
+        self.ident = f'namespace="{exposition.escape(key[0])}",monitor="{exposition.escape(key[1])}"'
+        self.set_info(info)
         self.hist = Hist(bounds)
         self.success = 0
         self.failure = 0
         self.by_reason: dict[FailureReason, int] = {}
         self.last_success: int | None = None
         self.cert_not_after: float | None = None
+
+    def set_info(self, info: TargetInfo) -> None:
+        self.info = info
+        self.info_labels = (f'url="{exposition.escape(info.url)}",kind="{exposition.escape(info.kind)}",'
+                            f'name="{exposition.escape(info.name)}"')
 
     def record(self, result: ProbeResult) -> None:
         if result.success:
@@ -103,7 +122,9 @@ class ProbeMetrics:
             "delays every probe)", registry=registry, buckets=LAG_BUCKETS)
         self.skipped = Counter(names.PROBES_SKIPPED_TOTAL, "Scheduled probes skipped because the previous "
                                "run or the concurrency limit made them overdue", registry=registry)
-        registry.register(_Collector(self))
+        self._registry = registry
+        self._collector = _Collector(self)
+        registry.register(self._collector)
 
     def add(self, key: tuple[str, str], info: TargetInfo, threshold_seconds: float | None) -> MonitorSeries:
         """The series of ``key`` (created with both result series at 0, or updated in place).
@@ -119,7 +140,7 @@ class ProbeMetrics:
             series.hist = Hist(bounds)
         if series.info.url != info.url:
             series.cert_not_after = None
-        series.info = info
+        series.set_info(info)
         return series
 
     def remove(self, key: tuple[str, str]) -> None:
@@ -128,31 +149,42 @@ class ProbeMetrics:
     def series(self) -> list[MonitorSeries]:
         return list(self._series.values())
 
+    def exposition(self) -> bytes:
+        """The whole registry in the text format, the per-monitor series by the fast renderer
+        (:mod:`route_monitor.probe.exposition`). Safe to call from any thread."""
+        self._collector.skip.active = True
+        try:
+            rest = generate_latest(self._registry)
+        finally:
+            self._collector.skip.active = False
+        return rest + exposition.render(self.series(), self.in_flight, HELP).encode()
+
 
 class _Collector:
     def __init__(self, metrics: ProbeMetrics) -> None:
         self._m = metrics
+        self.skip = threading.local()
+        """Set while :meth:`ProbeMetrics.exposition` renders these series itself (per thread)."""
 
     def describe(self) -> Iterable[Metric]:
         return list(self._families([]))
 
     def collect(self) -> Iterable[Metric]:
+        if getattr(self.skip, "active", False):
+            return []
         return list(self._families(self._m.series()))
 
     def _families(self, all_series: list[MonitorSeries]) -> Iterator[Metric]:
         ident = list(names.IDENTITY_LABELS)
-        probes = CounterMetricFamily(names.PROBES_TOTAL, "Completed probes by result",
-                                     labels=[*ident, names.LABEL_RESULT])
-        failures = CounterMetricFamily(names.PROBE_FAILURES_TOTAL, "Failed probes by reason (bounded set)",
+        probes = CounterMetricFamily(names.PROBES_TOTAL, HELP[names.PROBES_TOTAL], labels=[*ident, names.LABEL_RESULT])
+        failures = CounterMetricFamily(names.PROBE_FAILURES_TOTAL, HELP[names.PROBE_FAILURES_TOTAL],
                                        labels=[*ident, names.LABEL_REASON])
-        duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, "Duration of successful probes "
-                                         "(the latency threshold is always a bucket boundary)", labels=ident)
-        success = GaugeMetricFamily(names.PROBE_SUCCESS, "1 if the last probe succeeded, else 0", labels=ident)
-        expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, "Leaf certificate notAfter (seconds since the epoch), "
-                                   "reported even when verification fails", labels=ident)
-        info = GaugeMetricFamily(names.TARGET_INFO, "What is being probed (always 1)",
+        duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, HELP[names.PROBE_DURATION_SECONDS], labels=ident)
+        success = GaugeMetricFamily(names.PROBE_SUCCESS, HELP[names.PROBE_SUCCESS], labels=ident)
+        expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, HELP[names.TLS_CERT_EXPIRY], labels=ident)
+        info = GaugeMetricFamily(names.TARGET_INFO, HELP[names.TARGET_INFO],
                                  labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])
-        in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, "Probes running right now")
+        in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
             ns, mon = s.key
@@ -162,7 +194,7 @@ class _Collector:
                 failures.add_metric([ns, mon, reason.value], n)
             h = s.hist
             cumulative, acc = [], 0
-            for le, n in zip(_le_labels(h.bounds), list(h.buckets), strict=True):
+            for le, n in zip(h.le_labels, list(h.buckets), strict=True):
                 acc += n
                 cumulative.append((le, acc))
             duration.add_metric([ns, mon], cumulative, h.sum)

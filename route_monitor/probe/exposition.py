@@ -1,0 +1,68 @@
+"""A fast text exposition of the per-monitor series (Prometheus text format 0.0.4).
+
+client_python renders every sample generically (a Sample tuple, label dict, escaping and float
+formatting per sample): about 1.2 s of CPU per scrape for 5,000 monitors (~90,000 lines), more
+than the probing itself costs. The per-monitor series here have a fixed shape, so each monitor's
+escaped label prefix and each bucket's ``le`` string are prepared once and a scrape is mostly
+string joins (about ten times cheaper). :meth:`ProbeMetrics.exposition` combines this with
+client_python's rendering of everything else in the registry; ``registry.get_sample_value`` and
+``generate_latest(registry)`` keep working through the ordinary collector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from alert_rules import names
+
+if TYPE_CHECKING:
+    from route_monitor.probe.metrics import MonitorSeries
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+floatToGoString = names.le_label
+"""client_python's canonical float rendering (``le_label`` is the same function, typed)."""
+
+
+def escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def _n(value: float) -> str:
+    return f"{value}.0" if isinstance(value, int) else floatToGoString(value)
+
+
+def _family(name: str, kind: str, help_text: str) -> list[str]:
+    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+
+
+def render(series: Iterable[MonitorSeries], in_flight: int, helps: dict[str, str]) -> str:
+    """The text of the per-monitor families."""
+    probes = _family(names.PROBES_TOTAL, "counter", helps[names.PROBES_TOTAL])
+    failures = _family(names.PROBE_FAILURES_TOTAL, "counter", helps[names.PROBE_FAILURES_TOTAL])
+    duration = _family(names.PROBE_DURATION_SECONDS, "histogram", helps[names.PROBE_DURATION_SECONDS])
+    success = _family(names.PROBE_SUCCESS, "gauge", helps[names.PROBE_SUCCESS])
+    expiry = _family(names.TLS_CERT_EXPIRY, "gauge", helps[names.TLS_CERT_EXPIRY])
+    info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
+    p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
+    for s in series:
+        ident = s.ident
+        probes.append(f'{p}{{{ident},result="success"}} {s.success}.0')
+        probes.append(f'{p}{{{ident},result="failure"}} {s.failure}.0')
+        for reason, n in sorted(list(s.by_reason.items()), key=lambda kv: kv[0].value):
+            failures.append(f'{f}{{{ident},reason="{reason.value}"}} {n}.0')
+        h = s.hist
+        acc = 0
+        for le, n in zip(h.le_labels, list(h.buckets), strict=True):
+            acc += n
+            duration.append(f'{bucket}{{{ident},le="{le}"}} {acc}.0')
+        duration.append(f"{names.PROBE_DURATION_SECONDS}_count{{{ident}}} {acc}.0")
+        duration.append(f"{names.PROBE_DURATION_SECONDS}_sum{{{ident}}} {floatToGoString(h.sum)}")
+        if s.last_success is not None:
+            success.append(f"{names.PROBE_SUCCESS}{{{ident}}} {s.last_success}.0")
+        if s.cert_not_after is not None:
+            expiry.append(f"{names.TLS_CERT_EXPIRY}{{{ident}}} {floatToGoString(s.cert_not_after)}")
+        info.append(f"{names.TARGET_INFO}{{{ident},{s.info_labels}}} 1.0")
+    flight = [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
+              f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
+    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *flight]) + "\n"
