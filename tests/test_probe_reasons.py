@@ -133,6 +133,21 @@ async def test_body_is_read_only_up_to_the_limit(targets: Targets) -> None:
     assert (await probe(targets, url, settings(body_regex="needle"))).success
 
 
+@pytest.mark.parametrize(("path", "sent"), [
+    pytest.param("/health?x=1&y=%2F", "/health?x=1&y=%2F", id="kept-as-written"),
+    pytest.param("/caf\u00e9 menu", "/caf%C3%A9%20menu", id="non-ascii-and-space-percent-encoded"),
+])
+async def test_request_target(targets: Targets, path: str, sent: str) -> None:
+    seen: list[str] = []
+
+    def record(m: str, target: str) -> Reply:
+        seen.append(target)
+        return Reply()
+
+    assert (await probe(targets, targets.http(record) + path)).success
+    assert seen == [sent]
+
+
 @pytest.mark.parametrize("method", ["HEAD", "POST", "OPTIONS"])
 async def test_other_methods(targets: Targets, method: str) -> None:
     seen: list[str] = []

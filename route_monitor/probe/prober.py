@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 from route_monitor import __version__
 from route_monitor.probe import http11
@@ -33,6 +33,9 @@ from route_monitor.spec import ProbeSettings
 
 USER_AGENT = f"route-monitor/{__version__}".encode()
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_TARGET_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
+"""Reserved and unreserved characters stay as written (incl. existing %-escapes); spaces and
+non-ASCII characters are percent-encoded (UTF-8), as a browser sends them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +52,8 @@ class Endpoint:
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
             raise ProbeFailure(FailureReason.OTHER, f"not an absolute http(s) URL: {url[:200]}")
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return cls(scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme], target.encode("ascii", "ignore"))
+        target = quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""), safe=_TARGET_SAFE)
+        return cls(scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme], target.encode("ascii"))
 
     @property
     def host_header(self) -> bytes:
