@@ -93,6 +93,28 @@ async def httpx_new_client(ctx: ssl.SSLContext) -> Probe:
     return probe
 
 
+async def blocking_socket(ctx: ssl.SSLContext) -> Probe:
+    """No asyncio at all: a blocking socket (and ``ctx.wrap_socket``), run inline. The floor set by
+    the kernel and OpenSSL, for telling the event loop's share from the handshake's."""
+    import socket
+
+    async def probe(url: str) -> int:
+        u = httpx.URL(url)
+        sock = socket.create_connection((u.host, u.port or 80), timeout=5)
+        try:
+            if u.scheme == "https":
+                sock = ctx.wrap_socket(sock, server_hostname=u.host)
+            sock.sendall(f"GET {u.raw_path.decode()} HTTP/1.1\r\nHost: {u.host}:{u.port}\r\n"
+                         "Connection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        finally:
+            sock.close()
+        return int(data[9:12])
+    return probe
+
+
 async def engine_probe(ctx: ssl.SSLContext) -> Probe:
     """The engine's own probe path (:class:`route_monitor.probe.prober.Prober`), without scheduler or metrics."""
     from route_monitor.probe.prober import Prober, ProbeRequest
@@ -114,6 +136,7 @@ async def engine_probe(ctx: ssl.SSLContext) -> Probe:
 
 VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] = {
     # name: (factory, share of --probes and --rate to use: the per-client variant is ~20x slower)
+    "blocking socket, no event loop (floor)": (blocking_socket, 1.0),
     "raw asyncio streams": (raw_streams, 1.0),
     "httpcore AsyncHTTPConnection, shared SSL context": (httpcore_connection, 1.0),
     "httpcore AsyncHTTPConnection, asyncio backend": (httpcore_asyncio_backend, 1.0),
