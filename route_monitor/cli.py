@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where /metrics is served (default 127.0.0.1:8080)")
     st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")
     st.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
+    st.add_argument("--service-url", action="append", default=[], metavar="NAMESPACE/NAME=URL",
+                    help="probe this URL for an annotated Service instead of its cluster DNS name "
+                         "(repeatable; the monitor's path still applies)")
+    st.add_argument("--cluster-domain", default="cluster.local",
+                    help="cluster DNS domain of Service URLs (default cluster.local)")
 
     ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
     ru.add_argument("paths", nargs="+", metavar="PATH")

@@ -9,14 +9,14 @@ Every problem names the file, the object and the field; one bad object never hid
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from route_monitor import manifests
 from route_monitor.manifests import ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_route, resolve_service, resolve_url
-from route_monitor.spec import MonitorSpec
+from route_monitor.spec import MonitorSpec, Target
 
 Key = tuple[str, str]
 
@@ -36,7 +36,26 @@ class Plan:
     """Monitors named in the files that have an error (a reload keeps their last good spec)."""
 
 
-def _resolve(spec: MonitorSpec, found: manifests.Collection) -> ResolvedTarget:
+@dataclass(frozen=True)
+class Options:
+    service_urls: Mapping[Key, str] = field(default_factory=dict)
+    """(namespace, Service name) -> URL to probe instead of the Service's cluster DNS name."""
+    cluster_domain: str = "cluster.local"
+
+
+def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
+    """``["shop/payments=http://127.0.0.1:8080"]`` -> ``{("shop", "payments"): "http://..."}``."""
+    out: dict[Key, str] = {}
+    for item in items:
+        ref, sep, url = item.partition("=")
+        namespace, slash, name = ref.partition("/")
+        if not (sep and slash and namespace and name and url.startswith(("http://", "https://"))):
+            raise ValueError(f"--service-url {item!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+        out[(namespace, name)] = url
+    return out
+
+
+def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
     if t.kind == "url":
         return resolve_url(t, spec.path)
@@ -47,7 +66,10 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection) -> ResolvedTarget:
         raise TargetError("NotFound", f"{what} {spec.namespace}/{t.name} is not in the given files")
     if t.kind == "route":
         return resolve_route(obj, spec.path)
-    return resolve_service(obj, t, spec.path)
+    override = options.service_urls.get((spec.namespace, t.name))
+    if override is not None:
+        return ResolvedTarget(resolve_url(Target("url", url=override), spec.path).url, "service", t.name)
+    return resolve_service(obj, t, spec.path, cluster_domain=options.cluster_domain)
 
 
 def _key_of(ref: str) -> Key | None:
@@ -55,7 +77,7 @@ def _key_of(ref: str) -> Key | None:
     return (parts[1], parts[2]) if len(parts) == 3 else None
 
 
-def plan(paths: Iterable[str | Path]) -> Plan:
+def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
     out = Plan(problems=[*errors, *found.problems])
@@ -67,7 +89,7 @@ def plan(paths: Iterable[str | Path]) -> Plan:
     for spec in found.monitors:
         source = found.sources.get(spec.key, "")
         try:
-            target = _resolve(spec, found)
+            target = _resolve(spec, found, options or Options())
         except TargetError as e:
             ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
             out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))

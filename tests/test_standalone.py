@@ -4,7 +4,8 @@ Covers: RouteMonitors with URL targets, annotated Routes and Services in, ``/met
 rule file per monitor out (valid for ``promtool check rules``); a forbidden target reported on
 stderr naming the file, object and field while the others run; an edit to the files picked up
 (monitor added, changed, removed: series and rule file follow); SIGTERM and SIGINT exit 0;
-nothing valid to monitor exits non-zero with a clear line.
+nothing valid to monitor exits non-zero with a clear line; ``--service-url`` gives an annotated
+Service a reachable URL outside the cluster.
 """
 
 from __future__ import annotations
@@ -199,3 +200,22 @@ def test_nothing_valid_exits_non_zero_with_a_clear_line(folder: Path, content: s
                           timeout=30)
     assert done.returncode != 0
     assert "bad.yaml" in done.stderr and "nothing valid to monitor" in done.stderr
+
+
+def test_service_url_overrides_the_cluster_dns_name(targets: Targets, folder: Path,
+                                                    proc_factory: list[Proc]) -> None:
+    (folder / "svc.yaml").write_text(route_and_service("127.0.0.1:9").split("---\n")[1])
+    base = targets.http()
+    proc = Proc(folder, "--service-url", f"shop/payments={base}")
+    proc_factory.append(proc)
+    wait_for(lambda: ok_probes(proc, "payments") >= 1, timeout=20, what="the Service probed at the given URL")
+    assert proc.value("route_monitor_target_info", namespace="shop", monitor="payments", kind="service",
+                      name="payments", url=base + "/") == 1
+    assert proc.stop() == 0
+
+
+def test_bad_service_url_is_a_clear_error(folder: Path) -> None:
+    (folder / "m.yaml").write_text(routemonitor("one", "http://127.0.0.1:9/"))
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+                           "--service-url", "payments=localhost"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "--service-url 'payments=localhost'" in done.stderr

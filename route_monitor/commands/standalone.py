@@ -21,7 +21,7 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
-from route_monitor.fileplan import Key, Plan, Planned, fingerprint, plan
+from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
@@ -56,8 +56,9 @@ class Transitions:
 
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
-                 max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS) -> None:
+                 max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None) -> None:
         self.paths = paths
+        self.options = options or Options()
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
@@ -95,7 +96,7 @@ class Standalone:
             say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
 
     async def main(self) -> int:
-        first = plan(self.paths)
+        first = plan(self.paths, self.options)
         if not first.monitors:
             for p in first.problems:
                 say(str(p))
@@ -141,7 +142,7 @@ class Standalone:
                 continue
             seen = now
             try:
-                added, changed, removed = self.apply(await asyncio.to_thread(plan, self.paths))
+                added, changed, removed = self.apply(await asyncio.to_thread(plan, self.paths, self.options))
                 await self.write_rules()
             except Exception as e:  # a reload must never take the running monitors down
                 logging.getLogger(__name__).exception("reload failed")
@@ -152,6 +153,12 @@ class Standalone:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        options = Options(parse_service_urls(getattr(args, "service_url", [])),
+                          getattr(args, "cluster_domain", "cluster.local"))
+    except ValueError as e:
+        say(f"error: {e}")
+        return 2
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency)
+                     max_concurrency=args.max_concurrency, options=options)
     return asyncio.run(app.main())
