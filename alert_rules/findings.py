@@ -22,7 +22,10 @@ from alert_rules.sensitivity import interval_for_factor, probes_in, trip
 from alert_rules.sli import SLI, slis
 
 MAX_INTERVAL_MS = 300_000
-"""The shortest alert window is 5m: probing less often leaves it empty."""
+"""Probing less often than this leaves every 5m tile and the 10m absence window nearly empty."""
+MAX_PAGING_INTERVAL_MS = 120_000
+"""The 1h/5m page's short window must always hold a probe (the increase across the window's
+edge is not seen, so a 5m window reliably holds one only at 2m or less)."""
 FEW_SHORT_PROBES = 3
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -84,8 +87,12 @@ def _window_findings(slo: MonitorSLO, sli: SLI) -> list[Finding]:
 def _interval_findings(slo: MonitorSLO) -> list[Finding]:
     every = _fmt(slo.interval_ms)
     if slo.interval_ms > MAX_INTERVAL_MS:
-        return [Finding("error", "spec.probe.interval", f"probing every {every} leaves the 5m alert window "
+        return [Finding("error", "spec.probe.interval", f"probing every {every} leaves the alert windows "
                         "without probes and trips RouteMonitorProbesAbsent; probe at least every 5m")]
+    if slo.interval_ms > MAX_PAGING_INTERVAL_MS and slo.alerting.page:
+        return [Finding("error", "spec.probe.interval", f"probing every {every}, the 1h/5m page's 5m window "
+                        "sometimes holds no probe, so a page during an outage would resolve and fire again; "
+                        "probe at least every 2m or set spec.alerting.page: false")]
     n = probes_in(300_000, slo.interval_ms)
     if n < FEW_SHORT_PROBES:
         return [Finding("warning", "spec.probe.interval", f"only {n} probe(s) every {every} fit in the 5m short "
