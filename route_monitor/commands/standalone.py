@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
-from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
 from route_monitor.rulefiles import RuleFiles
@@ -120,6 +120,8 @@ class Standalone:
                         f"{m.spec.probe.interval_ms / 1000:g}s")
                 if len(self.current) > SHOW_MONITORS:
                     say(f"... and {len(self.current) - SHOW_MONITORS} more monitors")
+                del first
+                settle_heap()
                 say(f"metrics: {self.server.url}" + (f"  rules: {self.rules.folder}/*.rules.yml"
                                                      if self.rules else ""))
                 await self.write_rules()
@@ -143,6 +145,7 @@ class Standalone:
             seen = now
             try:
                 added, changed, removed = self.apply(await asyncio.to_thread(plan, self.paths, self.options))
+                settle_heap()
                 await self.write_rules()
             except Exception as e:  # a reload must never take the running monitors down
                 logging.getLogger(__name__).exception("reload failed")

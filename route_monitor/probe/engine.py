@@ -9,6 +9,7 @@ if given, to ``on_result`` (the operator's status, the demo's live view).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import random
 from collections.abc import Callable
@@ -37,6 +38,16 @@ class _Worker:
     series: MonitorSeries
     schedule: Schedule
     task: asyncio.Task[None] | None = None
+
+
+def settle_heap() -> None:
+    """Collect once, then freeze what is alive (monitors, workers, parsed specs) out of the
+    garbage collector's view. For the process owner to call after loading monitors: with 5,000
+    monitors a full (generation 2) collection otherwise walks ~200,000 long-lived objects and
+    stalls the event loop for ~0.3 s a few times a minute, which shows up as schedule lag."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 class ProbeEngine:
