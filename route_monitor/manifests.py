@@ -20,6 +20,8 @@ from route_monitor.annotations import is_opted_in, monitor_spec
 from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader when PyYAML was built with it (about 10x faster on thousands of objects)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def load(paths: Iterable[str | Path]) -> tuple[list[Manifest], list[ManifestErro
     errors: list[ManifestError] = []
     for path in _files(paths):
         try:
-            docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+            docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))  # CSafeLoader/SafeLoader: safe
         except OSError as e:
             errors.append(ManifestError(str(path), "", "", f"cannot read: {e.strerror or e}"))
             continue
