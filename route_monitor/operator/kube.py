@@ -27,7 +27,7 @@ RouteMonitor = create_namespaced_resource(names.GROUP, names.VERSION, names.KIND
 PrometheusRule = create_namespaced_resource("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules")
 Route = create_namespaced_resource("route.openshift.io", "v1", "Route", "routes")
 COMPONENT = "route-monitor"
-WATCHED = {"route": Route, "service": Service, "routemonitor": RouteMonitor}
+WATCHED: dict[str, Any] = {"route": Route, "service": Service, "routemonitor": RouteMonitor}
 
 
 def status_code(error: BaseException) -> int | None:
@@ -68,7 +68,7 @@ class KubeWriter:
         meta = manifest["metadata"]
         applied = await self._client.patch(RouteMonitor, meta["name"], dict(manifest), namespace=meta["namespace"],
                                  patch_type=PatchType.APPLY, field_manager=names.FIELD_MANAGER, force=True)
-        return dict(applied.to_dict())
+        return dict(applied.to_dict())  # type: ignore[no-untyped-call]
 
     async def delete_monitor(self, namespace: str, name: str) -> None:
         """Delete a generated RouteMonitor (its PrometheusRule follows by garbage collection)."""
@@ -102,4 +102,4 @@ class KubeWriter:
             firstTimestamp=now, lastTimestamp=now, source=EventSource(component=COMPONENT),
             reportingComponent=COMPONENT, reportingInstance=self._instance[:128],
         )
-        await self._client.create(event, namespace=involved["namespace"])
+        await self._client.create(event)  # namespaced by its metadata

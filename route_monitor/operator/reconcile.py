@@ -79,7 +79,7 @@ class Reconciler:
     def _forget(self, key: Key) -> None:
         self.engine.remove_monitor(key)
         for cache in (self.results, self._rules, self._written, self._written_at):
-            cache.pop(key, None)  # type: ignore[attr-defined]
+            cache.pop(key, None)
         self.metrics.set_state(key, None)
 
     async def _monitor(self, key: Key) -> None:
@@ -138,7 +138,7 @@ class Reconciler:
     def _probe_to_write(self, key: Key, written: Mapping[str, Any] | None, now: float) -> Mapping[str, Any] | None:
         """lastProbe to write: the newest result if its outcome changed and the rate bound allows,
         else what is already written (and a later reconcile is scheduled)."""
-        old = (written or {}).get("lastProbe")
+        old: Mapping[str, Any] | None = (written or {}).get("lastProbe")
         new = status.last_probe(self.results.get(key))
         if new is None or status.outcome(new) == status.outcome(old):
             return old

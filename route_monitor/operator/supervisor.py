@@ -63,13 +63,14 @@ class Supervisor:
         """Fill the world from one list of each kind before any reconcile, so that a restart
         sees Routes and RouteMonitors together (no transient "Route not found" status, no
         needless writes). kopf's own initial listing then changes nothing."""
-        for kind in ("route", "service", "routemonitor"):
+        kinds: tuple[Kind, ...] = ("route", "service", "routemonitor")
+        for kind in kinds:
             items = await self._kube.list_all(kind, self.settings.namespaces)
             if items is None:
                 log.warning("the %s API is not served by this cluster: %s targets cannot resolve", kind, kind)
                 continue
             for obj in items:
-                self.observe(kind, None, obj)  # type: ignore[arg-type]
+                self.observe(kind, None, obj)
         log.info("initial state: %d Routes, %d Services, %d RouteMonitors", len(self.world.routes),
                  len(self.world.services), len(self.world.monitors))
 

@@ -72,6 +72,8 @@ class Cluster:
     operator_kubeconfig: Path
     apiserver_args: list[str]
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    served: list[str] = field(default_factory=list)
+    """CRD group/versions installed: a (re)started apiserver is ready when it serves them."""
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
@@ -101,6 +103,9 @@ class Cluster:
             return self.ready()
 
         wait_for(up, timeout=90, interval=0.2, what="kube-apiserver /readyz")
+        for group_version in self.served:  # after a restart, CRD APIs come back a moment after /readyz
+            wait_for(lambda gv=group_version: _admin_request(self, "GET", f"/apis/{gv}").status_code == 200,
+                     timeout=30, interval=0.1, what=f"/apis/{group_version} served")
 
     def stop_apiserver(self) -> None:
         """Kill the apiserver like a crash (a graceful stop waits for the controller-manager's
@@ -148,6 +153,7 @@ def _install(cluster: Cluster) -> None:
             return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
         wait_for(established, timeout=30, what=f"CRD {crd['metadata']['name']} established")
+        cluster.served.append(f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}")
     role = yaml.safe_load(CLUSTER_ROLE_FILE.read_text())
     r = _admin_request(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
     assert r.status_code == 201, r.text
