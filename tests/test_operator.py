@@ -215,6 +215,8 @@ def test_monitor_naming_a_missing_route_resolves_when_it_appears(kube: Client, o
     assert condition(m, "TargetResolved")["reason"] == "RouteNotFound"
     assert "later" in condition(m, "TargetResolved")["message"]
     assert condition(m, "Ready")["status"] == "False"
+    wait_for(lambda: warnings_for(kube, ns, "RouteMonitor", "handmade", "RouteNotFound"), timeout=10,
+             what="a Warning event on the RouteMonitor")
     assert get(kube, PrometheusRule, "handmade", ns) is not None  # rules do not wait for the target
     kube.create(route(ns, "later", target.host))  # not annotated: only the hand-written monitor probes it
     m = wait_monitor(kube, ns, "handmade", lambda m: condition(m, "Ready").get("status") == "True", "Ready")

@@ -52,6 +52,7 @@ class Reconciler:
         self._written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
+        self._monitor_warned: dict[Key, tuple[str, str]] = {}
 
     async def reconcile(self, key: Key) -> None:
         await self._generated(key)
@@ -78,7 +79,7 @@ class Reconciler:
 
     def _forget(self, key: Key) -> None:
         self.engine.remove_monitor(key)
-        for cache in (self.results, self._rules, self._written, self._written_at):
+        for cache in (self.results, self._rules, self._written, self._written_at, self._monitor_warned):
             cache.pop(key, None)
         self.metrics.set_state(key, None)
 
@@ -93,7 +94,9 @@ class Reconciler:
         except InvalidSpec as e:
             self.engine.remove_monitor(key)
             self.metrics.set_state(key, "invalid")
-            await self._write_status(key, body, status.Observed(generation=generation, invalid=str(e)))
+            obs = status.Observed(generation=generation, invalid=str(e))
+            await self._write_status(key, body, obs)
+            await self._warn_not_ready(key, body, obs)
             return
         target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
                                      cluster_domain=self.settings.cluster_domain)
@@ -109,8 +112,22 @@ class Reconciler:
                               rules_error=rules_error, rules_name=f"{key[0]}/{key[1]}",
                               last_result=self.results.get(key))
         await self._write_status(key, body, obs)
+        await self._warn_not_ready(key, body, obs)
         if retry:
             raise RetryLater(rules_error)
+
+    async def _warn_not_ready(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
+        """A Warning event on the RouteMonitor when it is not Ready, once per reason and message
+        (``kubectl describe rmon`` shows why next to the status)."""
+        ready = status.conditions(obs)[0]
+        if ready["status"] == "True":
+            self._monitor_warned.pop(key, None)
+            return
+        why = (ready["reason"], ready["message"])
+        if self._monitor_warned.get(key) == why:
+            return
+        await self.kube.warn(dict(plan.reference("routemonitor", body)), *why)
+        self._monitor_warned[key] = why
 
     async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> tuple[str | None, bool]:
         try:
