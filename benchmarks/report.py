@@ -52,11 +52,17 @@ HEADER = ("| scenario | engine | probes/s scheduled | achieved | CPU s / 1,000 p
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 
 
+def _loads(result: dict[str, Any]) -> str:
+    values = [r["loadavg_before"] for r in result["rows"]]
+    return f"{min(values):.1f}-{max(values):.1f}" if values else "-"
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     out = [f"Run {result['started_utc']} UTC, {result['duration_s'] / 60:.1f} min, `{result['command']}`, "
            f"commit {m['git_commit']}; {m['nproc']} CPUs ({m['cpu_model']}), {m['mem_gib']} GiB, "
-           f"Linux {m['kernel']}, Python {m['python']}, {m['blackbox_exporter']}.\n\n", HEADER]
+           f"Linux {m['kernel']}, Python {m['python']}, {m['blackbox_exporter']}; nice {result.get('nice', 0)}, "
+           f"load average before each run {_loads(result)}.\n\n", HEADER]
     for r in result["rows"]:
         out.append(f"| {r['scenario']} | {r['engine']} | {r['scheduled_per_s']:.0f} | {r['achieved_per_s']:.0f} "
                    f"| {_f(r['cpu_ms_per_probe'])} | {_f(r['probes_per_cpu_second'], '.0f')} "
