@@ -4,17 +4,20 @@ real writes are covered against a real apiserver in ``test_operator*.py``):
 - status: written when conditions change and when the probe outcome changes, the first result
   at once, a later change at most once per ``status_min_interval`` (deferred, then written);
   never for a probe with the same outcome;
-- the PrometheusRule: applied once per content, again only when the spec changes.
+- the PrometheusRule: applied once per content, again only when the spec changes;
+- status writes of all monitors together stay under a rate (token bucket, fake time).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.reconcile import Reconciler
+from route_monitor.operator.reconcile import Reconciler, TokenBucket
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import World
 from route_monitor.probe.result import FailureReason, ProbeResult
@@ -138,3 +141,13 @@ async def test_deleted_monitor_stops_probing_and_is_forgotten() -> None:
     await rec.reconcile(KEY)
     assert engine.monitors == {}
     assert rec.metrics.counts() == {"ready": 0, "target_unresolved": 0, "rules_failed": 0, "invalid": 0}
+
+
+@pytest.mark.looptime
+async def test_status_writes_of_all_monitors_are_rate_bounded() -> None:
+    loop = asyncio.get_running_loop()
+    bucket = TokenBucket(10, clock=loop.time)
+    start = loop.time()
+    for _ in range(25):  # a burst of 10 at once, then 10 per second
+        await bucket.acquire()
+    assert loop.time() - start == pytest.approx(1.5, abs=0.05)

@@ -13,6 +13,7 @@ rebuilds everything and writes nothing that is already right.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -41,6 +42,24 @@ class RetryLater(Exception):
     """The reconcile wrote what it could (status says what failed); try again after a backoff."""
 
 
+class TokenBucket:
+    """At most ``rate`` acquisitions per second on average, bursts of up to ``rate``."""
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._rate, self._clock = rate, clock
+        self._tokens, self._at = rate, clock()
+
+    async def acquire(self) -> None:
+        while True:
+            now = self._clock()
+            self._tokens = min(self._rate, self._tokens + (now - self._at) * self._rate)
+            self._at = now
+            if self._tokens >= 1 - 1e-9:  # float sums of elapsed time fall just short of 1
+                self._tokens -= 1
+                return
+            await asyncio.sleep(max((1 - self._tokens) / self._rate, 0.001))
+
+
 class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
@@ -53,6 +72,7 @@ class Reconciler:
         self._written_at: dict[Key, float] = {}
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
         self._monitor_warned: dict[Key, tuple[str, str]] = {}
+        self._status_bucket = TokenBucket(settings.status_writes_per_second)
 
     async def reconcile(self, key: Key) -> None:
         await self._generated(key)
@@ -172,6 +192,7 @@ class Reconciler:
         new = status.build(obs, written, now, self._probe_to_write(key, written, now))
         if status.significant(new) == status.significant(written):
             return
+        await self._status_bucket.acquire()
         try:
             await self.kube.patch_status(key[0], key[1], new)
         except Exception as e:

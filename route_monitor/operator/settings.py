@@ -24,5 +24,9 @@ class OperatorSettings:
     status_min_interval: float = 10.0
     """Seconds between two status writes of one monitor that only change ``lastProbe``
     (condition changes are written at once; the first probe result too)."""
+    status_writes_per_second: float = 100.0
+    """Status writes of all monitors together, at most (a burst of as many is allowed): when a
+    shared dependency fails, thousands of monitors change at once and status must not flood
+    the API server."""
     retry_backoff: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
     """Delays before retrying a failed reconcile, the last one repeating."""
