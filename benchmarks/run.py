@@ -1,7 +1,7 @@
 """Run the engine benchmark: our engine and blackbox_exporter, one after the other, in the same
 invocation, against the same local targets at the same rates. Loopback only, bounded in time.
 
-    python -m benchmarks.run                      # full set (about 12 minutes)
+    python -m benchmarks.run                      # full set (about 15 minutes)
     python -m benchmarks.run --quick              # smoke run (about 1 minute, small numbers)
     python -m benchmarks.run --only 5k@30s        # one scenario
     python -m benchmarks.run --ours engine        # the engine alone instead of `route-monitor standalone`
@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before each measured window (default 15)")
     p.add_argument("--measure", type=float, default=60.0,
                    help="measured window per run, seconds (default 60: a whole number of 30 s intervals)")
-    p.add_argument("--rates", type=float, nargs="+", default=[250, 375, 500, 750, 1000],
-                   help="probe rates of the max scenario, probes/s (default 250 375 500 750 1000)")
+    p.add_argument("--rates", type=float, nargs="+", default=[250, 500, 750, 1000, 1250, 1500],
+                   help="probe rates of the max scenario, probes/s (default 250 500 750 1000 1250 1500)")
     p.add_argument("--step-warmup", type=float, default=8.0)
     p.add_argument("--step-measure", type=float, default=30.0)
     p.add_argument("--ours", choices=("standalone", "engine"), default="standalone",
