@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from lightkube import Client
@@ -295,7 +296,11 @@ def test_generated_rule_is_valid_for_the_crd_and_promtool(kube: Client, operator
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_metrics_endpoint_passes_promtool(operator: Operator, tmp_path: Path) -> None:
+def test_metrics_readiness_and_liveness_endpoints(operator: Operator) -> None:
+    """What deploy/deployment.yaml's probes and the ServiceMonitor use; /metrics lints clean."""
+    assert httpx.get(f"http://127.0.0.1:{operator.metrics_port}/readyz", timeout=5).status_code == 200
+    health = httpx.get(f"http://127.0.0.1:{operator.health_port}/healthz", timeout=5)
+    assert health.status_code == 200 and "monitors" in health.json()
     promtool = shutil.which("promtool")
     assert promtool
     text = operator.metrics_text()
