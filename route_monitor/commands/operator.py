@@ -23,7 +23,7 @@ from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
-from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
 
@@ -46,12 +46,14 @@ async def serve(settings: OperatorSettings) -> int:
         if supervisor is not None:
             supervisor.on_result(result)
 
-    engine = ProbeEngine(metrics=ProbeMetrics(registry), max_concurrency=settings.max_concurrency,
+    probe_metrics = ProbeMetrics(registry)
+    engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result)
     supervisor = Supervisor(settings=settings, kube=KubeWriter(client, operator_metrics), engine=engine,
                             metrics=operator_metrics)
     ready = asyncio.Event()
-    runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set)
+    runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set,
+                             render=probe_metrics.exposition)
     await engine.start()
     loop_task: asyncio.Task[None] | None = None
 
@@ -66,6 +68,7 @@ async def serve(settings: OperatorSettings) -> int:
              "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port)
     try:
         await supervisor.prime()
+        settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
         loop_task = asyncio.create_task(supervisor.run(), name="supervisor")
         await kopf.operator(
             registry=build_registry(supervisor, on_cleanup=stop_work), settings=kopf_settings(), standalone=True,
