@@ -20,7 +20,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.resolve import ResolvedTarget
@@ -46,6 +46,7 @@ async def serve(urls: list[str], *, interval_s: float, ca: str | None, max_concu
     async with ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, tls=tls) as engine:
         for spec, target in monitors(urls, interval_s):
             engine.set_monitor(spec, target)
+        settle_heap()  # as standalone and the operator do once monitors are loaded
         print(json.dumps({"metrics_port": server.server_port}), flush=True)
         await stop.wait()
     server.shutdown()
