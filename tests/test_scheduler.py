@@ -190,3 +190,30 @@ async def test_changing_one_monitor_restarts_only_its_worker() -> None:
         assert engine._workers[("load", "m1")].task is not tasks[("load", "m1")]
         assert tasks[("load", "m1")].cancelled() or tasks[("load", "m1")].cancelling()
         assert engine._workers[("load", "m2")].task is tasks[("load", "m2")]
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize(("interval", "offset", "first_within", "expected_first"), [
+    pytest.param(300.0, 150.0, 10.0, 5.0, id="5m-interval-probes-within-10s-at-its-phase"),
+    pytest.param(30.0, 29.0, 10.0, 9.6667, id="30s-late-slot-pulled-into-the-window"),
+    pytest.param(30.0, 4.0, 10.0, 4.0, id="slot-inside-the-window-runs-on-the-grid"),
+    pytest.param(300.0, 150.0, None, 150.0, id="grid-only-without-first-within"),
+])
+async def test_a_starting_worker_probes_within_first_within(
+        interval: float, offset: float, first_within: float | None, expected_first: float) -> None:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    starts: list[float] = []
+
+    async def run_once(tick: float) -> None:
+        starts.append(loop.time() - start)
+
+    task = asyncio.create_task(run_schedule(Schedule(interval, (start + offset) % interval), run_once,
+                                            on_skip=lambda n: None, first_within=first_within))
+    await asyncio.sleep(3 * interval + 1)
+    task.cancel()
+    assert starts[0] == pytest.approx(expected_first, abs=1e-3)
+    grid = [s for s in starts[1:]]
+    assert all((s - offset) % interval == pytest.approx(0, abs=1e-6) or
+               (s - offset) % interval == pytest.approx(interval, abs=1e-6) for s in grid), "then on the grid"
+    assert all(b - a >= interval / 2 - 1e-6 for a, b in itertools.pairwise(starts)), "no burst after the early probe"

@@ -55,13 +55,16 @@ class ProbeEngine:
                  on_result: Callable[[ProbeResult], None] | None = None,
                  clock: Callable[[], float] | None = None, prober: Prober | None = None,
                  tls: TLSContexts | None = None, rng: random.Random | None = None,
-                 max_jitter_seconds: float = 1.0, loop_lag_every: float = 0.5) -> None:
+                 max_jitter_seconds: float = 1.0, loop_lag_every: float = 0.5,
+                 first_probe_within: float | None = 5.0) -> None:
         self.metrics = metrics
         self.prober = prober if prober is not None else Prober(tls=tls)
         self._on_result = on_result
         self._clock = clock
         self._rng = rng if rng is not None else random.Random()
         self._max_jitter = max_jitter_seconds
+        self._first_within = first_probe_within
+        """A starting worker probes within this many seconds, not only at its grid slot (None: grid only)."""
         self._loop_lag_every = loop_lag_every
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._workers: dict[tuple[str, str], _Worker] = {}
@@ -123,7 +126,8 @@ class ProbeEngine:
         name = f"probe worker {worker.spec.namespace}/{worker.spec.name}"
         worker.task = asyncio.create_task(guard(name, lambda: run_schedule(
             worker.schedule, lambda tick: self._run_once(worker, tick),
-            on_skip=self.metrics.skipped.inc, clock=self._clock)), name=name)
+            on_skip=self.metrics.skipped.inc, clock=self._clock,
+            first_within=self._first_within)), name=name)
 
     async def _run_once(self, worker: _Worker, tick: float) -> None:
         now = self._clock or asyncio.get_running_loop().time

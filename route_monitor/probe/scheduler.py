@@ -7,6 +7,11 @@ probes must stay exactly one interval apart however long probes take. So:
   comes from a stable hash of ``namespace/monitor`` (the same on every restart and replica)
   plus a small per-worker jitter (at most ``min(1 s, 2 % of the interval)`` by default);
 - ticks are absolute, so lateness never accumulates (drift-free);
+- a worker that starts (operator restart, new monitor) probes once within ``first_within``
+  seconds (5 s in the engine) when its first grid tick is further away than that, at the same
+  hashed phase scaled into that window, so a restart never leaves a 5-minute-interval monitor
+  blind for minutes and thousands of monitors still do not start in lockstep; the next grid
+  tick at least half an interval later follows;
 - a tick that is already half an interval late when the worker gets to it (the previous run
   overran, or the concurrency bound held it back) is skipped, not queued, and counted
   (``route_monitor_probes_skipped_total``); the worker waits for the next tick on the grid.
@@ -49,6 +54,13 @@ class Schedule:
         """The first tick at or after ``now``."""
         return self.offset + math.ceil((now - self.offset) / self.interval) * self.interval
 
+    def early_tick(self, now: float, within: float) -> float | None:
+        """A first run sooner than the grid allows, or None when the grid's first tick comes
+        within ``within`` seconds anyway. Spread over ``[now, now + within)`` by the same phase."""
+        if self.first_tick(now) - now <= within:
+            return None
+        return now + (self.offset / self.interval) * within
+
     def catch_up(self, tick: float, now: float) -> tuple[float, int]:
         """The tick to run and how many ticks were skipped to get there.
 
@@ -66,10 +78,19 @@ def default_jitter(interval: float, rng: random.Random, max_seconds: float = 1.0
 
 
 async def run_schedule(schedule: Schedule, run_once: Callable[[float], Awaitable[None]], *,
-                       on_skip: Callable[[int], None], clock: Callable[[], float] | None = None) -> None:
-    """Call ``run_once(tick)`` at every tick, forever; ``run_once`` measures its own lag."""
+                       on_skip: Callable[[int], None], clock: Callable[[], float] | None = None,
+                       first_within: float | None = None) -> None:
+    """Call ``run_once(tick)`` at every tick, forever; ``run_once`` measures its own lag.
+    With ``first_within``, the first run comes no later than that (see the module docstring)."""
     now_fn = clock or asyncio.get_running_loop().time
     tick = schedule.first_tick(now_fn())
+    early = schedule.early_tick(now_fn(), first_within) if first_within is not None else None
+    if early is not None:
+        delay = early - now_fn()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await run_once(early)
+        tick = schedule.first_tick(early + schedule.interval / 2)
     while True:
         delay = tick - now_fn()
         if delay > 0:
