@@ -1,7 +1,7 @@
 """Run the engine benchmark: our engine and blackbox_exporter, one after the other, in the same
 invocation, against the same local targets at the same rates. Loopback only, bounded in time.
 
-    python -m benchmarks.run                      # full set (about 15 minutes)
+    python -m benchmarks.run                      # full set (about 16 minutes)
     python -m benchmarks.run --quick              # smoke run (about 1 minute, small numbers)
     python -m benchmarks.run --only 5k@30s        # one scenario
     python -m benchmarks.run --ours engine        # the engine alone instead of `route-monitor standalone`
