@@ -20,6 +20,8 @@ from alert_rules.windows import AlertWindow
 GUARD_MIN_BAD_PROBES = 2
 """A burn alert needs at least this many bad probes within its long window (see ``rules``)."""
 ABSENT_AFTER = "10m"
+ABSENT_FOR = "5m"
+"""The 5m window is empty 5 minutes after the last probe; ``for: 5m`` makes it 10 minutes."""
 CERT_EXPIRY_WARNING_DAYS = 14
 RESERVED_LABELS = frozenset({"alertname", names.LABEL_SEVERITY, names.LABEL_LONG, names.LABEL_SHORT,
                              names.LABEL_NAMESPACE, names.LABEL_MONITOR})
@@ -104,10 +106,13 @@ def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dic
     }
 
 
-def probes_absent_alert(slo: MonitorSLO, counter_sel: str) -> dict[str, Any]:
+def probes_absent_alert(slo: MonitorSLO, ratio5m_sel: str) -> dict[str, Any]:
+    """No probe result for 10 minutes: the 5m error ratio has had nothing to divide (0/0) or no
+    series at all for 5 minutes (``for: 5m``)."""
     return {
         "alert": names.ALERT_PROBES_ABSENT,
-        "expr": promql.absent_for(counter_sel, ABSENT_AFTER),
+        "expr": promql.no_results(ratio5m_sel),
+        "for": ABSENT_FOR,
         "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
         "annotations": _annotations(
             slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",

@@ -75,7 +75,7 @@ class _Fixture:
 
     def none(self, at_ms: int, span_ms: int, alertname: str = _BURN, **labels: str) -> dict[str, Any]:
         """No alert matching ``alertname`` (regex) and ``labels`` at any evaluation in the span."""
-        sel = promql.alerts_selector(alertname, (*self.ident, *labels.items()))
+        sel = promql.alerts_selector(alertname, (*self.ident, ("alertstate", "firing"), *labels.items()))
         return {"expr": promql.count_over(sel, durations.format_ms(span_ms)), "eval_time": _at(at_ms),
                 "exp_samples": []}
 
@@ -154,7 +154,7 @@ class _Fixture:
             stop = (self.n(30 * _M) - 1) * self.slo.interval_ms  # the last probe
             rule = self.rules[(names.ALERT_PROBES_ABSENT, "")]
             out.append(self.group(f"probes absent: {what}", tl,
-                                  [self.none(stop + 8 * _M, 8 * _M, names.ALERT_PROBES_ABSENT)],
+                                  [self.none(stop + 5 * _M, 5 * _M, names.ALERT_PROBES_ABSENT)],
                                   [self.exact(names.ALERT_PROBES_ABSENT, [rule], stop + 11 * _M)]))
         return out
 

@@ -113,15 +113,10 @@ def at_least(sel: str, count: int) -> str:
     return f"{sel} >= {count}"
 
 
-def absent_for(counter_sel: str, window: str) -> str:
-    """No probe result for ``window``: the series is gone, or it is there and has not changed.
-
-    ``changes`` counts any movement (including a reset: a restarted prober is probing);
-    ``offset`` requires the series to have existed ``window`` ago, so a monitor added a
-    minute ago is not reported while it has had no time to probe."""
-    stuck = (f"{by_monitor(f'changes({counter_sel}[{window}])')} == 0\n"
-             f"and on ({BY_MONITOR})\n{by_monitor(f'{counter_sel} offset {window}')}")
-    return f"(\n{stuck}\n)\nor\nabsent_over_time({counter_sel}[{window}])"
+def no_results(ratio_sel: str) -> str:
+    """The recorded 5m ratio is 0/0 (NaN: counters there but not moving) or has no series
+    (counters gone). A reset or a move to another pod keeps probes counted, so neither trips it."""
+    return f"{ratio_sel} != {ratio_sel}\nor\nabsent({ratio_sel})"
 
 
 def expires_within(gauge_sel: str, seconds: int) -> str:

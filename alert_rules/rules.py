@@ -3,32 +3,35 @@
 Two groups per monitor, designed for thousands of monitors in one Prometheus:
 
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
-    Error ratios over the short windows (5m, 30m, 1h) straight from the probe counters,
-    the bad-probe count over 1h, the 1h/5m page, ``RouteMonitorProbesAbsent`` and
-    ``RouteMonitorCertificateExpiry``. These need to be fresh: the 1h/5m pair is what pages
-    on a hard outage, within about a minute of the budget math allowing it. Reading an hour of
-    raw samples (120 per series at 30s scrapes) is cheap.
+    The error ratios over 5m and 1h straight from the probe counters (at most an hour of raw
+    samples: 120 per series at 30s scrapes), the 1h/5m page and ``RouteMonitorProbesAbsent``:
+    the 1h/5m pair is what pages on a hard outage, within about a minute of the budget math
+    allowing it, so it stays on the fast cadence. Nothing else is here: at thousands of
+    monitors each rule's fixed cost (an evaluation, a stored series) weighs as much as the
+    samples it reads, so the guard's count is inline in the alert and
+    ``RouteMonitorProbesAbsent`` reuses the 5m ratio (0/0 or gone, for 5m).
 
 ``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``)
     Each evaluation records one 5-minute *tile* from the counters (all probes, bad or fast
     probes: the exact difference of each counter from 5 minutes ago, two sample lookups; the
-    bad-probe count: ~10 raw samples) and sums tiles into the 2h, 6h, 1d and 3d
-    windows with ``sum_over_time(tile[W:5m])``. A 3d window thus reads 864 recorded samples
-    every 5 minutes instead of 8,640 raw samples per series every 30 seconds (what the
-    reference operator does for each of its alerts); the alerts on those windows (6h/30m page,
-    tickets) are evaluated in the same group, a few minutes' delay being irrelevant for them.
+    bad-probe count: ~10 raw samples) and sums tiles into the 30m, 2h, 6h, 1d and 3d windows
+    with ``sum_over_time(tile[W:5m])``. A 3d window thus reads 864 recorded samples every 5
+    minutes instead of 8,640 raw samples per series every 30 seconds (what the reference
+    operator does for each of its alerts); the alerts on those windows (6h/30m page,
+    tickets), ``RouteMonitorCertificateExpiry`` and the objective as a series (for dashboards)
+    are evaluated in the same group, a few minutes' delay being irrelevant for them.
     The subquery steps are aligned to 5-minute boundaries, so each step picks exactly one tile
     whatever the evaluation cadence (5m in production, every step in ``promtool test rules``):
-    tiles never overlap, so counts are never doubled. Alerts in this group only read records
-    written in the same evaluation or by the fast group, never a 5m-old sample (which the
-    default 5m lookback could miss).
+    tiles never overlap, so counts are never doubled. Alerts only read records written in the
+    same evaluation of their own group, never a sample up to 5 minutes old from another group,
+    which the default 5m lookback could miss.
 
 Correctness across prober restarts and moves: every expression aggregates
 ``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
 and ``increase`` handle counter resets; a prober that moves to another pod yields a new series
 that starts at 0 (Contract 3 creates both result series at 0), which adds its own increases and
-nothing else; when probes stop, ratios become 0/0 (no sample, so no burn alert) and
-``RouteMonitorProbesAbsent`` takes over.
+nothing else; when probes stop, ratios become 0/0 (NaN, never above a threshold, so no burn
+alert) and ``RouteMonitorProbesAbsent`` takes over.
 
 The single-probe guard: a burn alert fires only if, besides both error ratios exceeding
 ``factor x budget``, at least two bad probes were seen within the long window. Without it one
@@ -56,7 +59,8 @@ TILE = "5m"
 LONG_GROUP_INTERVAL = TILE
 """The long-window group's interval is the tile length: one tile per evaluation."""
 FAST_MAX_MS = 3_600_000
-"""Windows up to 1h are computed from raw counters in the fast group; longer ones from tiles."""
+"""Window pairs whose long window is at most 1h (the 1h/5m page) are evaluated in the fast
+group, their windows computed from the raw counters; every other window is summed from tiles."""
 
 
 def enabled_windows(slo: MonitorSLO) -> tuple[AlertWindow, ...]:
@@ -81,62 +85,61 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
 
 
 def _burn_expr(sli: SLI, w: AlertWindow) -> str:
+    """Both ratios above the threshold, and the guard inline (its count is needed nowhere else,
+    and a recording rule per monitor costs an evaluation and a series of its own)."""
     threshold = w.threshold(sli.budget)
+    count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, TILE)
     return promql.all_of(
         promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
         promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
-        promql.at_least(sli.record_sel(sli.count_record(w.long)), alerts.GUARD_MIN_BAD_PROBES),
+        promql.at_least(f"(\n{count}\n)", alerts.GUARD_MIN_BAD_PROBES),
     )
 
 
-def _objective_records(slo: MonitorSLO) -> list[dict[str, Any]]:
-    out = [
-        _record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
-        _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000)),
-    ]
+def _fast_windows(slo: MonitorSLO) -> set[int]:
+    """Windows of the pairs evaluated in the fast group (1h and 5m): from the raw counters."""
+    return {ms for w in alert_windows(slo.objective.period_ms) if is_fast(w) for ms in (w.long_ms, w.short_ms)}
+
+
+def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
+    rules = []
+    for sli in slis(slo):
+        for ms in sorted(_fast_windows(slo)):
+            w = durations.format_ms(ms)
+            rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
+    for sli in slis(slo):
+        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if is_fast(w)]
+    first = slis(slo)[0]
+    rules.append(alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m"))))
+    return {"name": group_names(slo)[0], "rules": rules}
+
+
+def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
+    """The objective and period as series, for dashboards (no alert reads them)."""
+    out = [_record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
+           _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000))]
     if slo.objective.latency is not None:
         out.append(_record(slo, names.LATENCY_OBJECTIVE_RECORD,
                            promql.constant(slo.objective.latency.objective / 100)))
     return out
 
 
-def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    all_windows = windows_of(alert_windows(slo.objective.period_ms))
-    rules = _objective_records(slo)
-    for sli in slis(slo):
-        for ms in all_windows:
-            if ms <= FAST_MAX_MS:
-                w = durations.format_ms(ms)
-                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
-        for long in sorted({w.long_ms for w in windows if is_fast(w)}):
-            w = durations.format_ms(long)
-            rules.append(_record(slo, sli.count_record(w), sli.bad_count_from_counters(w)))
-    for sli in slis(slo):
-        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if is_fast(w)]
-    first = slis(slo)[0]
-    rules.append(alerts.probes_absent_alert(slo, first.all_probes))
-    gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
-    rules.append(alerts.certificate_expiry_alert(slo, gauge))
-    return {"name": group_names(slo)[0], "rules": rules}
-
-
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     all_windows = windows_of(alert_windows(slo.objective.period_ms))
     first = slis(slo)[0]
     all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, TILE))
-    rules = [_record(slo, names.probes_increase_record(TILE), all_tile)]
+    rules = [*_constants(slo), _record(slo, names.probes_increase_record(TILE), all_tile)]
     for sli in slis(slo):
         rules.append(_record(slo, sli.good_or_bad_tile_record(TILE), sli.tile_from_counters(TILE)))
         rules.append(_record(slo, sli.count_record(TILE), sli.bad_count_from_counters(TILE)))
         for ms in all_windows:
-            if ms > FAST_MAX_MS:
+            if ms not in _fast_windows(slo):
                 w = durations.format_ms(ms)
                 rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, TILE)))
-        for long in sorted({w.long_ms for w in windows if not is_fast(w)}):
-            w = durations.format_ms(long)
-            rules.append(_record(slo, sli.count_record(w), sli.count_from_tiles(w, TILE)))
     for sli in slis(slo):
         rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if not is_fast(w)]
+    gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
+    rules.append(alerts.certificate_expiry_alert(slo, gauge))
     return {"name": group_names(slo)[1], "interval": LONG_GROUP_INTERVAL, "rules": rules}
 
 
