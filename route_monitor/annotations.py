@@ -29,6 +29,11 @@ _FIELD_TO_ANNOTATION = {
 }
 
 
+def annotation_for(field: str) -> str | None:
+    """The annotation that sets a spec field (``spec.slo.availability`` -> ``routemonitor.io/slo``)."""
+    return _FIELD_TO_ANNOTATION.get(field)
+
+
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 

@@ -80,7 +80,7 @@ def _key_of(ref: str) -> Key | None:
 def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
-    out = Plan(problems=[*errors, *found.problems])
+    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found)])
     for p in found.problems:
         key = _key_of(p.ref)
         if key is not None and not p.warning:

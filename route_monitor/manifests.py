@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
+from alert_rules import findings
 from alert_rules.model import InvalidSpec
-from route_monitor.annotations import is_opted_in, monitor_spec
+from route_monitor.annotations import annotation_for, is_opted_in, monitor_spec
 from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -146,4 +147,22 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         out.sources[spec.key] = m.source
         out.monitors.append(spec)
     out.monitors.sort(key=lambda s: s.key)
+    return out
+
+
+def finding_problems(docs: Iterable[Manifest], found: Collection) -> list[ManifestError]:
+    """What the rule generator finds about each monitor's objective (``alert_rules.findings``:
+    e.g. a page that can never fire), as problems naming the file, the object and the field
+    the user wrote: the annotation for monitors made from an annotated Route or Service."""
+    by_source = {d.source: d for d in docs}
+    out: list[ManifestError] = []
+    for spec in found.monitors:
+        source = found.sources.get(spec.key, "")
+        doc = by_source.get(source)
+        ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
+        annotated = doc is not None and doc.kind in ("Route", "Service")
+        for f in findings(spec.slo()):
+            annotation = annotation_for(f.field) if annotated else None
+            field_name = f"metadata.annotations[{annotation}]" if annotation else f.field
+            out.append(ManifestError(source, ref, field_name, f.message, f.severity == "warning"))
     return out

@@ -219,3 +219,16 @@ def test_bad_service_url_is_a_clear_error(folder: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
                            "--service-url", "payments=localhost"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "--service-url 'payments=localhost'" in done.stderr
+
+
+def test_an_objective_whose_page_can_never_fire_is_reported_not_silently_accepted(
+        targets: Targets, folder: Path, proc_factory: list[Proc]) -> None:
+    # 90%: the 1h/5m page would need more than 144% of probes to fail (Contract 4: reported)
+    (folder / "m.yaml").write_text(routemonitor("lenient", targets.http()).replace('"99.5"', '"90"'))
+    proc = Proc(folder)
+    proc_factory.append(proc)
+    wait_for(lambda: ok_probes(proc, "lenient") >= 1, timeout=20, what="probing despite the finding")
+    wait_for(lambda: "spec.slo.availability" in proc.stderr, timeout=10, what="the finding on stderr")
+    line = next(ln for ln in proc.stderr.splitlines() if "spec.slo.availability" in ln)
+    assert "m.yaml" in line and "RouteMonitor/shop/lenient" in line and "never fire" in line
+    assert proc.stop() == 0

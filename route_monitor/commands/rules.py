@@ -18,19 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from alert_rules import findings, prometheus_rule_file, prometheus_rule_object, promtool_tests
-from alert_rules import names as n
+from alert_rules import prometheus_rule_file, prometheus_rule_object, promtool_tests
 from alert_rules.render import to_yaml, with_header
 from route_monitor import manifests
 from route_monitor.spec import MonitorSpec
-
-# fields of a RouteMonitor spec that an annotated Route/Service sets through an annotation
-_ANNOTATED = {
-    "spec.slo.availability": n.ANN_SLO,
-    "spec.probe.interval": n.ANN_INTERVAL,
-    "spec.slo.latency.objective": n.ANN_LATENCY_SLO,
-    "spec.slo.latency.threshold": n.ANN_LATENCY_THRESHOLD,
-}
 
 
 @dataclass
@@ -47,18 +38,7 @@ def load(paths: Sequence[str]) -> Loaded:
     """Manifests -> monitors, with every problem: unreadable files, invalid specs, findings."""
     docs, problems = manifests.load(paths)
     coll = manifests.collect(docs)
-    problems = [*problems, *coll.problems]
-    by_source = {d.source: d for d in docs}
-    for spec in coll.monitors:
-        source = coll.sources.get(spec.key, "")
-        doc = by_source.get(source)
-        ref = doc.ref if doc else f"{n.KIND}/{spec.namespace}/{spec.name}"
-        from_annotations = doc is not None and doc.kind in ("Route", "Service")
-        for f in findings(spec.slo()):
-            field = f.field
-            if from_annotations and field in _ANNOTATED:
-                field = f"metadata.annotations[{_ANNOTATED[field]}]"
-            problems.append(manifests.ManifestError(source, ref, field, f.message, f.severity == "warning"))
+    problems = [*problems, *coll.problems, *manifests.finding_problems(docs, coll)]
     return Loaded(coll.monitors, problems)
 
 
