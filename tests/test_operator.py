@@ -307,3 +307,20 @@ def test_metrics_readiness_and_liveness_endpoints(operator: Operator) -> None:
     assert names.MONITORS in text and names.KUBE_REQUESTS_TOTAL in text
     out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_an_objective_whose_page_can_never_fire_is_reported_on_the_monitor(
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
+    # Contract 4: 90% can never page (14.4x a 10% budget is over 100%): reported, not silently accepted
+    kube.create(route(ns, "lenient", target.host, annotations(slo="90")))
+    m = wait_monitor(kube, ns, "lenient", lambda m: condition(m, "RulesApplied").get("reason") == "ObjectiveNotAlertable",
+                     "RulesApplied=False/ObjectiveNotAlertable")
+    rules = condition(m, "RulesApplied")
+    assert rules["status"] == "False"
+    assert names.ANN_SLO in rules["message"] and "never fire" in rules["message"]
+    assert condition(m, "Ready")["status"] == "False"
+    wait_for(lambda: warnings_for(kube, ns, "RouteMonitor", "lenient", "ObjectiveNotAlertable"), timeout=20,
+             what="a Warning event on the RouteMonitor")
+    assert get(kube, PrometheusRule, "lenient", ns) is not None, "the rules are still applied (tickets can fire)"
+    hits = target.count()
+    wait_for(lambda: target.count() > hits, timeout=10, what="probing to go on")

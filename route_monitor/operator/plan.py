@@ -19,7 +19,7 @@ import alert_rules
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor import resolve
-from route_monitor.annotations import is_opted_in, monitor_manifest
+from route_monitor.annotations import annotation_for, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
 from route_monitor.spec import MonitorSpec
 
@@ -158,3 +158,16 @@ def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any]) -> dict[str, Any]
     meta["ownerReferences"] = [owner_reference("routemonitor", monitor)]
     obj["metadata"] = meta
     return obj
+
+
+def findings(spec: MonitorSpec, monitor: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The generator's findings on the objective as (errors, warnings), each ``field: message``;
+    for a monitor generated from annotations the field is the annotation the user wrote."""
+    generated = _is_generated(monitor)
+    errors: list[str] = []
+    warnings: list[str] = []
+    for f in alert_rules.findings(spec.slo()):
+        annotation = annotation_for(f.field) if generated else None
+        text = f"{annotation or f.field}: {f.message}"
+        (errors if f.severity == "error" else warnings).append(text)
+    return tuple(errors), tuple(warnings)

@@ -125,11 +125,13 @@ class Reconciler:
         else:
             self.engine.remove_monitor(key)
         rules_error, retry = await self._apply_rules(key, spec, body)
+        errors, warnings = plan.findings(spec, body)
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
-                 else "rules_failed" if rules_error else "ready")
+                 else "rules_failed" if rules_error or errors else "ready")
         self.metrics.set_state(key, state)
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules_error, rules_name=f"{key[0]}/{key[1]}",
+                              finding_errors=errors, finding_warnings=warnings,
                               last_result=self.results.get(key))
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)

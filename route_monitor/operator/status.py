@@ -32,6 +32,9 @@ class Observed:
     interval_ms: int = 0
     rules_error: str | None = None
     rules_name: str = ""
+    finding_errors: tuple[str, ...] = ()
+    """The generator's error findings (e.g. a page that can never fire): rules applied, alerting broken."""
+    finding_warnings: tuple[str, ...] = ()
     last_result: ProbeResult | None = None
 
 
@@ -50,8 +53,12 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         unresolved = obs.target or Unresolved("Unknown", "not resolved yet")
         resolved = _cond("TargetResolved", False, unresolved.reason, unresolved.message)
         probing = _cond("Probing", False, "TargetUnresolved", "not probing: the target has no URL")
-    if obs.rules_error is None:
-        rules = _cond("RulesApplied", True, "Applied", f"PrometheusRule {obs.rules_name} applied")
+    if obs.rules_error is None and obs.finding_errors:
+        rules = _cond("RulesApplied", False, "ObjectiveNotAlertable", f"PrometheusRule {obs.rules_name} applied, "
+                      "but " + "; ".join(obs.finding_errors))
+    elif obs.rules_error is None:
+        warned = f"; warnings: {'; '.join(obs.finding_warnings)}" if obs.finding_warnings else ""
+        rules = _cond("RulesApplied", True, "Applied", f"PrometheusRule {obs.rules_name} applied{warned}")
     else:
         rules = _cond("RulesApplied", False, "ApplyFailed", obs.rules_error)
     failing = [c for c in (resolved, rules, probing) if c["status"] != "True"]
