@@ -1,5 +1,5 @@
 """The layering and lint rules hold: ``lint-imports`` (``.importlinter``: the generator is pure,
-the probe engine knows no kopf) and ``ruff check`` over the repository, run as tests so that a
+the probe engine knows no kopf) and ``ruff check`` over the repository, ``mypy --strict`` over both packages, run as tests so that a
 broken layer fails the suite like any other regression."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ BIN = Path(sys.executable).parent
 @pytest.mark.parametrize(("tool", "args"), [
     pytest.param("lint-imports", [], id="import-layers"),
     pytest.param("ruff", ["check", "."], id="ruff"),
+    pytest.param("mypy", [], id="mypy-strict"),  # packages and strictness from pyproject.toml
 ])
 def test_tool_passes(tool: str, args: list[str]) -> None:
     proc = subprocess.run([str(BIN / tool), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
