@@ -151,3 +151,15 @@ async def test_status_writes_of_all_monitors_are_rate_bounded() -> None:
     for _ in range(25):  # a burst of 10 at once, then 10 per second
         await bucket.acquire()
     assert loop.time() - start == pytest.approx(1.5, abs=0.05)
+
+
+@pytest.mark.parametrize("result", [
+    pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, True, None, 0.01, 200, ""), id="success"),
+    pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, False, FailureReason.HTTP_STATUS, 0.01, 503, "503"),
+                 id="http-status"),
+    pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, False, None, 0.01, None, "?"), id="failure-no-reason"),
+    pytest.param(None, id="none"),
+])
+def test_per_probe_outcome_matches_what_the_status_records(result: ProbeResult | None) -> None:
+    from route_monitor.operator import status
+    assert status.result_outcome(result) == status.outcome(status.last_probe(result))

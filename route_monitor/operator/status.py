@@ -82,6 +82,13 @@ def last_probe(result: ProbeResult | None) -> dict[str, Any] | None:
     return out
 
 
+def result_outcome(result: ProbeResult | None) -> tuple[str, str] | None:
+    """``outcome(last_probe(result))`` without building the status dict: called once per probe."""
+    if result is None:
+        return None
+    return ("success" if result.success else "failure", result.reason.value if result.reason is not None else "")
+
+
 def outcome(probe: Mapping[str, Any] | None) -> tuple[str, str] | None:
     """What counts as a change of the probe result: (result, reason); not time or message."""
     if not probe:

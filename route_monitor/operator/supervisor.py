@@ -79,7 +79,7 @@ class Supervisor:
         key = result.key
         before = self.reconciler.results.get(key)
         self.reconciler.results[key] = result
-        if before is None or status.outcome(status.last_probe(before)) != status.outcome(status.last_probe(result)):
+        if before is None or status.result_outcome(before) != status.result_outcome(result):
             self.enqueue(key)
 
     def enqueue(self, key: Key) -> None:
