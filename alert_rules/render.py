@@ -71,7 +71,7 @@ def prometheus_rule_object(slo: MonitorSLO) -> dict[str, Any]:
         "apiVersion": PROMETHEUS_RULE_API_VERSION,
         "kind": PROMETHEUS_RULE_KIND,
         "metadata": {
-            "name": slo.name,
+            "name": names.prometheus_rule_name(slo.name),
             "namespace": slo.namespace,
             "labels": _labels(slo),
         },

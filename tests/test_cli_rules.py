@@ -52,8 +52,8 @@ def test_prometheusrule_format_one_object_per_monitor(capsys: pytest.CaptureFixt
     assert code == 0
     docs = [d for d in yaml.safe_load_all(out) if d]
     assert [(d["kind"], d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs] == [
-        ("PrometheusRule", "shop", "checkout-api"), ("PrometheusRule", "shop", "inventory"),
-        ("PrometheusRule", "shop", "storefront")]
+        ("PrometheusRule", "shop", "route-monitor-checkout-api"), ("PrometheusRule", "shop", "route-monitor-inventory"),
+        ("PrometheusRule", "shop", "route-monitor-storefront")]
     assert all(d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "route-monitor" for d in docs)
 
 

@@ -217,15 +217,17 @@ def test_metrics_service_and_servicemonitor_select_the_operator() -> None:
 # --- RBAC ---------------------------------------------------------------------------------------
 ROLE = load("clusterrole.yaml")
 # (group, resource, verb) the operator needs, and only those: kopf watches (list+watch, get for
-# discovery-free reads), server-side apply (create+patch), status patch, events, deletes of
+# discovery-free reads), create + replace of owned objects (never patch or apply over another's),
+# reads of rules to check whose they are, status patch, events, deletes of
 # generated RouteMonitors. Checked against the ClusterRole and, live, against the apiserver.
 NEEDED = {
     *(("route.openshift.io", "routes", v) for v in ("get", "list", "watch")),
     *(("", "services", v) for v in ("get", "list", "watch")),
-    *(("routemonitor.io", "routemonitors", v) for v in ("get", "list", "watch", "create", "patch", "delete")),
+    *(("routemonitor.io", "routemonitors", v) for v in ("get", "list", "watch", "create", "update", "delete")),
     ("routemonitor.io", "routemonitors/status", "patch"),
-    ("monitoring.coreos.com", "prometheusrules", "create"),
-    ("monitoring.coreos.com", "prometheusrules", "patch"),
+    # get/list: whose rule is at a name (never written over a team's own); delete: only rules of
+    # earlier versions under the monitor's own name, with a uid precondition
+    *(("monitoring.coreos.com", "prometheusrules", v) for v in ("get", "list", "create", "update", "delete")),
     ("", "events", "create"),
 }
 FORBIDDEN = [
@@ -234,7 +236,8 @@ FORBIDDEN = [
     pytest.param("", "services", "patch", id="patch-services"),
     pytest.param("", "services", "delete", id="delete-services"),
     pytest.param("", "secrets", "get", id="read-secrets"),
-    pytest.param("monitoring.coreos.com", "prometheusrules", "delete", id="delete-rules"),
+    pytest.param("monitoring.coreos.com", "prometheusrules", "watch", id="watch-rules"),
+    pytest.param("monitoring.coreos.com", "prometheusrules", "patch", id="patch-rules"),
     pytest.param("", "namespaces", "list", id="list-namespaces"),
     pytest.param("apiextensions.k8s.io", "customresourcedefinitions", "list", id="list-crds"),
 ]

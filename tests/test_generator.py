@@ -154,7 +154,7 @@ def test_le_label_matches_client_python(threshold_ms: int) -> None:
 def test_prometheusrule_object() -> None:
     obj = prometheus_rule_object(slo(latency=True))
     assert obj["apiVersion"] == "monitoring.coreos.com/v1" and obj["kind"] == "PrometheusRule"
-    assert obj["metadata"]["name"] == "checkout" and obj["metadata"]["namespace"] == "shop"
+    assert obj["metadata"]["name"] == "route-monitor-checkout" and obj["metadata"]["namespace"] == "shop"
     assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "route-monitor"
     assert "ownerReferences" not in obj["metadata"]
     assert obj["spec"]["groups"] == rule_groups(slo(latency=True))
@@ -202,3 +202,26 @@ def test_findings(monitor: MonitorSLO, expected: list[tuple[str, str, str]]) -> 
 def test_objective_that_cannot_page_names_the_lowest_that_can() -> None:
     [f] = findings(slo("90"))
     assert "use an objective above 93.06%" in f.message and "spec.alerting.page: false" in f.message
+
+
+@pytest.mark.parametrize("monitor", [
+    pytest.param("checkout", id="short"),
+    pytest.param("a" * 49, id="longest-without-hash"),
+    pytest.param("b" * 63, id="63-character-route-name"),
+    pytest.param("c" * 62 + "-x", id="hyphen-at-the-cut"),
+    pytest.param(".".join(["d" * 60] * 4), id="253-character-subdomain"),
+])
+def test_generated_rule_names_are_prefixed_stable_and_short(monitor: str) -> None:
+    """A team's own PrometheusRule named after its application can never be taken for ours; the
+    name is a function of the monitor's name alone and a valid DNS label (<= 63 characters)."""
+    name = names.prometheus_rule_name(monitor)
+    assert name.startswith("route-monitor-") and len(name) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name)
+    assert name == names.prometheus_rule_name(monitor)
+    if len("route-monitor-" + monitor) <= 63:
+        assert name == "route-monitor-" + monitor
+
+
+def test_long_names_that_share_a_prefix_get_different_rules() -> None:
+    a, b = "x" * 70 + "-east", "x" * 70 + "-west"
+    assert names.prometheus_rule_name(a) != names.prometheus_rule_name(b)

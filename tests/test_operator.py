@@ -104,7 +104,7 @@ def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, 
         "Ready": ("True", "Ready"), "TargetResolved": ("True", "Resolved"),
         "Probing": ("True", "Probing"), "RulesApplied": ("True", "Applied")}
 
-    rule = get(kube, PrometheusRule, "shop", ns)
+    rule = get(kube, PrometheusRule, names.prometheus_rule_name("shop"), ns)
     assert rule is not None
     assert [(o["kind"], o["name"], o["uid"]) for o in rule["metadata"]["ownerReferences"]] == [
         ("RouteMonitor", "shop", meta["uid"])]
@@ -151,12 +151,12 @@ def test_probed_url_follows_host_changes(kube: Client, operator: Operator, ns: s
 def test_removing_the_annotation_removes_monitor_and_rule_and_stops_probing(
         kube: Client, operator: Operator, ns: str, target: Target) -> None:
     kube.create(route(ns, "gone", target.host, annotations()))
-    wait_for(lambda: get(kube, PrometheusRule, "gone", ns) is not None, timeout=20, what="the PrometheusRule")
+    wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("gone"), ns) is not None, timeout=20, what="the PrometheusRule")
     wait_for(lambda: target.count() >= 1, timeout=10, what="probing")
     kube.patch(Route, "gone", [{"op": "remove", "path": "/metadata/annotations"}], namespace=ns,
                patch_type=PatchType.JSON)
     wait_for(lambda: get(kube, RouteMonitor, "gone", ns) is None, timeout=20, what="the RouteMonitor to go")
-    wait_for(lambda: get(kube, PrometheusRule, "gone", ns) is None, timeout=30,
+    wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("gone"), ns) is None, timeout=30,
              what="the PrometheusRule to be garbage collected")
     time.sleep(1.0)
     hits = target.count()
@@ -168,9 +168,9 @@ def test_removing_the_annotation_removes_monitor_and_rule_and_stops_probing(
 def test_deleting_the_route_garbage_collects_monitor_and_rule(kube: Client, operator: Operator, ns: str,
                                                               target: Target) -> None:
     kube.create(route(ns, "doomed", target.host, annotations()))
-    wait_for(lambda: get(kube, PrometheusRule, "doomed", ns) is not None, timeout=20, what="the PrometheusRule")
+    wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("doomed"), ns) is not None, timeout=20, what="the PrometheusRule")
     kube.delete(Route, "doomed", namespace=ns)
-    wait_for(lambda: get(kube, RouteMonitor, "doomed", ns) is None and get(kube, PrometheusRule, "doomed", ns) is None,
+    wait_for(lambda: get(kube, RouteMonitor, "doomed", ns) is None and get(kube, PrometheusRule, names.prometheus_rule_name("doomed"), ns) is None,
              timeout=40, what="garbage collection of the RouteMonitor and PrometheusRule")
 
 
@@ -218,7 +218,7 @@ def test_monitor_naming_a_missing_route_resolves_when_it_appears(kube: Client, o
     assert condition(m, "Ready")["status"] == "False"
     wait_for(lambda: warnings_for(kube, ns, "RouteMonitor", "handmade", "RouteNotFound"), timeout=10,
              what="a Warning event on the RouteMonitor")
-    assert get(kube, PrometheusRule, "handmade", ns) is not None  # rules do not wait for the target
+    assert get(kube, PrometheusRule, names.prometheus_rule_name("handmade"), ns) is not None  # rules do not wait for the target
     kube.create(route(ns, "later", target.host))  # not annotated: only the hand-written monitor probes it
     m = wait_monitor(kube, ns, "handmade", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
     assert m["status"]["url"] == f"http://{target.host}/ping"
@@ -283,8 +283,8 @@ def test_generated_rule_is_valid_for_the_crd_and_promtool(kube: Client, operator
                                                          target: Target, tmp_path: Path) -> None:
     kube.create(route(ns, "checked", target.host,
                       annotations(slo="99.95", latency_threshold="250ms", latency_slo="99")))
-    wait_for(lambda: get(kube, PrometheusRule, "checked", ns) is not None, timeout=20, what="the PrometheusRule")
-    rule = get(kube, PrometheusRule, "checked", ns)
+    wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("checked"), ns) is not None, timeout=20, what="the PrometheusRule")
+    rule = get(kube, PrometheusRule, names.prometheus_rule_name("checked"), ns)
     assert rule is not None  # accepted by tests/crds/prometheusrule.yaml's schema, or it would not exist
     alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
     assert names.ALERT_LATENCY_BUDGET_BURN in alerts
@@ -321,6 +321,6 @@ def test_an_objective_whose_page_can_never_fire_is_reported_on_the_monitor(
     assert condition(m, "Ready")["status"] == "False"
     wait_for(lambda: warnings_for(kube, ns, "RouteMonitor", "lenient", "ObjectiveNotAlertable"), timeout=20,
              what="a Warning event on the RouteMonitor")
-    assert get(kube, PrometheusRule, "lenient", ns) is not None, "the rules are still applied (tickets can fire)"
+    assert get(kube, PrometheusRule, names.prometheus_rule_name("lenient"), ns) is not None, "the rules are still applied (tickets can fire)"
     hits = target.count()
     wait_for(lambda: target.count() > hits, timeout=10, what="probing to go on")

@@ -4,7 +4,7 @@ real writes are covered against a real apiserver in ``test_operator*.py``):
 - status: written when conditions change and when the probe outcome changes, the first result
   at once, a later change at most once per ``status_min_interval`` (deferred, then written);
   never for a probe with the same outcome;
-- the PrometheusRule: applied once per content, again only when the spec changes;
+- the PrometheusRule: written once per content (created, then applied), again only when the spec changes;
 - status writes of all monitors together stay under a rate (token bucket, fake time).
 """
 
@@ -29,15 +29,24 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    async def apply_monitor(self, manifest: Any) -> dict[str, Any]:
-        self.calls.append(("apply_monitor", manifest["metadata"]["name"]))
+    async def create_monitor(self, manifest: Any) -> dict[str, Any]:
+        self.calls.append(("create_monitor", manifest["metadata"]["name"]))
         return {**manifest, "metadata": {**manifest["metadata"], "uid": "applied", "generation": 1}}
 
-    async def delete_monitor(self, namespace: str, name: str) -> None:
+    async def replace_monitor(self, manifest: Any, uid: str, resource_version: str) -> dict[str, Any]:
+        self.calls.append(("apply_monitor", manifest["metadata"]["name"]))
+        return {**manifest, "metadata": {**manifest["metadata"], "uid": uid, "generation": 2}}
+
+    async def delete_monitor(self, namespace: str, name: str, uid: str) -> None:
         self.calls.append(("delete_monitor", name))
 
-    async def apply_rule(self, rule: Any) -> None:
+    async def create_rule(self, rule: Any) -> dict[str, Any]:
         self.calls.append(("apply_rule", rule["metadata"]["name"]))
+        return {**rule, "metadata": {**rule["metadata"], "uid": "rule-uid"}}
+
+    async def replace_rule(self, rule: Any, uid: str, resource_version: str) -> dict[str, Any]:
+        self.calls.append(("apply_rule", rule["metadata"]["name"]))
+        return {**rule, "metadata": {**rule["metadata"], "uid": uid}}
 
     async def patch_status(self, namespace: str, name: str, status: Any) -> None:
         self.calls.append(("status", status))

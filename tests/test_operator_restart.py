@@ -111,11 +111,11 @@ def test_route_deleted_while_the_operator_is_down_is_garbage_collected(
     op = Operator(cluster, workdir / "op.log")
     op.start()
     try:
-        wait_for(lambda: get(kube, PrometheusRule, "app", ns) is not None, timeout=20, what="the PrometheusRule")
+        wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("app"), ns) is not None, timeout=20, what="the PrometheusRule")
     finally:
         op.stop()
     kube.delete(Route, "app", namespace=ns)
-    wait_for(lambda: get(kube, RouteMonitor, "app", ns) is None and get(kube, PrometheusRule, "app", ns) is None,
+    wait_for(lambda: get(kube, RouteMonitor, "app", ns) is None and get(kube, PrometheusRule, names.prometheus_rule_name("app"), ns) is None,
              timeout=40, what="garbage collection while the operator is down")
     op = Operator(cluster, workdir / "op2.log")
     op.start()
@@ -133,7 +133,7 @@ def test_api_server_restart_mid_run_recovers(cluster: Cluster, kube: Client, wor
     op = Operator(cluster, workdir / "op.log")
     op.start()
     try:
-        wait_for(lambda: get(kube, PrometheusRule, "steady", ns) is not None, timeout=20, what="the PrometheusRule")
+        wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("steady"), ns) is not None, timeout=20, what="the PrometheusRule")
         cluster.stop_apiserver()
         during = targets[0].count()
         wait_for(lambda: targets[0].count() >= during + 2, timeout=10, what="probing to go on without the API")
@@ -141,7 +141,7 @@ def test_api_server_restart_mid_run_recovers(cluster: Cluster, kube: Client, wor
         # acted on after the restart: a new annotated Route, and a host change of the old one
         kube.create(route(ns, "late", targets[1].host, annotations()))
         kube.patch(Route, "steady", {"spec": {"host": targets[2].host}}, namespace=ns, patch_type=PatchType.MERGE)
-        wait_for(lambda: get(kube, PrometheusRule, "late", ns) is not None, timeout=60,
+        wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("late"), ns) is not None, timeout=60,
                  what="a Route annotated after the API server restart to be acted on")
         wait_for(lambda: targets[1].count() >= 1 and targets[2].count() >= 1, timeout=20,
                  what="the new Route and the changed host to be probed")

@@ -1,15 +1,18 @@
 """Writes to the Kubernetes API, through lightkube's async client; reads come from kopf's watches.
 
-Every write is idempotent: RouteMonitors and PrometheusRules are server-side applied under the
-field manager ``route-monitor`` (a PATCH that creates when missing), status is a merge patch on
-the status subresource, and Events are created. Nothing here retries: the supervisor does.
+Nothing is ever written over an object the operator has not checked to be its own: generated
+RouteMonitors and PrometheusRules are *created* (refused with 409 when anything holds the name),
+and later *replaced* pinned to the uid and resourceVersion that were read (refused with 409 when
+the object changed or was replaced since); deletes carry a uid precondition. Status is a merge
+patch on the status subresource, and Events are created. All under the field manager
+``route-monitor``. Nothing here retries: the supervisor does.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import socket
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from lightkube import ALL_NS, AsyncClient
@@ -17,6 +20,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Service
 from lightkube.types import CascadeType, PatchType
 
@@ -62,28 +66,122 @@ class KubeWriter:
             raise
         return out
 
-    async def apply_monitor(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Apply a generated RouteMonitor; returns it as stored (with its uid)."""
-        self._count("apply", names.PLURAL)
-        meta = manifest["metadata"]
-        applied = await self._client.patch(RouteMonitor, meta["name"], dict(manifest), namespace=meta["namespace"],
-                                 patch_type=PatchType.APPLY, field_manager=names.FIELD_MANAGER, force=True)
-        return dict(applied.to_dict())  # type: ignore[no-untyped-call]
+    @staticmethod
+    def _at_version(manifest: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:
+        """``manifest`` pinned to one object at one version: the API server refuses the write (409)
+        if the object at that name was replaced (uid) or changed (resourceVersion) since it was read."""
+        return {**manifest, "metadata": {**manifest["metadata"], "uid": uid, "resourceVersion": resource_version}}
 
-    async def delete_monitor(self, namespace: str, name: str) -> None:
+    async def create_monitor(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a generated RouteMonitor; 409 if any object holds the name (never overwritten)."""
+        self._count("create", names.PLURAL)
+        obj: Any = RouteMonitor.from_dict(dict(manifest))
+        created = await self._client.create(obj)
+        return dict(created.to_dict())
+
+    async def replace_monitor(self, manifest: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:
+        """Replace a generated RouteMonitor, the one read as ours (uid, version); returns it as stored.
+        A replace, not an apply: the object was created by POST, whose fields an apply would not own."""
+        self._count("update", names.PLURAL)
+        obj: Any = RouteMonitor.from_dict(self._at_version(manifest, uid, resource_version))
+        replaced = await self._client.replace(obj)
+        return dict(replaced.to_dict())
+
+    async def delete_monitor(self, namespace: str, name: str, uid: str) -> None:
         """Delete a generated RouteMonitor (its PrometheusRule follows by garbage collection)."""
-        self._count("delete", names.PLURAL)
+        await self._delete(RouteMonitor, names.PLURAL, namespace, name, uid)
+
+    async def get_rule(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The PrometheusRule at ``name``, or None."""
+        self._count("get", "prometheusrules")
         try:
-            await self._client.delete(RouteMonitor, name, namespace=namespace, cascade=CascadeType.BACKGROUND)
+            obj = await self._client.get(PrometheusRule, name, namespace=namespace)
+        except ApiError as e:
+            if status_code(e) == 404:
+                return None
+            raise
+        return dict(obj.to_dict())  # type: ignore[no-untyped-call]
+
+    async def list_our_rules(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        """The PrometheusRules labelled as route-monitor's; None when the API is not installed."""
+        self._count("list", "prometheusrules")
+        out: list[dict[str, Any]] = []
+        selector: dict[str, Any] = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+        try:
+            for ns in namespaces or (ALL_NS,):
+                async for obj in self._client.list(PrometheusRule, namespace=ns, labels=selector, chunk_size=500):
+                    out.append(dict(obj.to_dict()))  # type: ignore[no-untyped-call]
+        except ApiError as e:
+            if status_code(e) == 404:
+                return None
+            raise
+        return out
+
+    async def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a PrometheusRule; 409 if any object holds the name (never overwritten)."""
+        self._count("create", "prometheusrules")
+        obj: Any = PrometheusRule.from_dict(dict(rule))
+        created = await self._client.create(obj)
+        return dict(created.to_dict())
+
+    async def replace_rule(self, rule: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:
+        """Replace a PrometheusRule, the one read as ours (uid, version); 409 if it changed since."""
+        self._count("update", "prometheusrules")
+        obj: Any = PrometheusRule.from_dict(self._at_version(rule, uid, resource_version))
+        replaced = await self._client.replace(obj)
+        return dict(replaced.to_dict())
+
+    async def delete_rule(self, namespace: str, name: str, uid: str) -> None:
+        await self._delete(PrometheusRule, "prometheusrules", namespace, name, uid)
+
+    async def _delete(self, res: Any, resource: str, namespace: str, name: str, uid: str) -> None:
+        """DELETE with a uid precondition: only the object we checked is deleted, never one that
+        replaced it meanwhile (409). A 404 is success. lightkube's ``delete`` sends no body, so
+        the request is built with its generic client."""
+        self._count("delete", resource)
+        generic = self._client._client
+        request = generic.prepare_request("delete", res=res, name=name, namespace=namespace)
+        request.data = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid},
+                        "propagationPolicy": CascadeType.BACKGROUND.value}
+        try:
+            response = await generic.send(generic.build_adapter_request(request))  # type: ignore[no-untyped-call]
+            generic.handle_response("delete", response, request)
         except ApiError as e:
             if status_code(e) != 404:
                 raise
 
-    async def apply_rule(self, rule: Mapping[str, Any]) -> None:
-        self._count("apply", "prometheusrules")
-        meta = rule["metadata"]
-        await self._client.patch(PrometheusRule, meta["name"], dict(rule), namespace=meta["namespace"],
-                                 patch_type=PatchType.APPLY, field_manager=names.FIELD_MANAGER, force=True)
+    # --- Leases of the replicas (Contract 6), in the operator's own namespace ---------------------
+    async def create_lease(self, lease: Mapping[str, Any]) -> dict[str, Any]:
+        self._count("create", "leases")
+        obj: Any = Lease.from_dict(dict(lease))
+        return dict((await self._client.create(obj)).to_dict())
+
+    async def patch_lease(self, namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        self._count("patch", "leases")
+        patched = await self._client.patch(Lease, name, {"spec": dict(spec)}, namespace=namespace,
+                                           patch_type=PatchType.MERGE, field_manager=names.FIELD_MANAGER)
+        return dict(patched.to_dict())
+
+    async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
+        await self._delete(Lease, "leases", namespace, name, uid)
+
+    async def list_leases(self, namespace: str, labels: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
+        """The Leases matching ``labels`` and the resourceVersion to watch from."""
+        self._count("list", "leases")
+        selector: dict[str, Any] = dict(labels)
+        listing = self._client.list(Lease, namespace=namespace, labels=selector)
+        items = [dict(o.to_dict()) async for o in listing]
+        return items, listing.resourceVersion
+
+    async def watch_leases(self, namespace: str, labels: Mapping[str, str],
+                           resource_version: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Changes to the Leases matching ``labels`` after ``resource_version``; raises when the
+        watch breaks (the caller lists again)."""
+        self._count("watch", "leases")
+        selector: dict[str, Any] = dict(labels)
+        async for event, obj in self._client.watch(Lease, namespace=namespace, labels=selector,
+                                                   resource_version=resource_version):
+            yield event, dict(obj.to_dict())
 
     async def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self._count("patch", names.PLURAL + "/status")

@@ -14,16 +14,17 @@ rebuilds everything and writes nothing that is already right.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from alert_rules import names
 from alert_rules.model import InvalidSpec
-from route_monitor.operator import plan, status
+from route_monitor.operator import ownership, plan, status
 from route_monitor.operator.kube import KubeWriter, status_code
 from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
@@ -67,7 +68,7 @@ class Reconciler:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._schedule, self._clock = metrics, schedule, clock
         self.results: dict[Key, ProbeResult] = {}
-        self._rules: dict[Key, str] = {}
+        self.rules = RuleSync(kube)
         self._written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
@@ -88,18 +89,31 @@ class Reconciler:
             self._warned[key] = active
         else:
             self._warned.pop(key, None)
+        existing = self.world.monitors.get(key)
         if decision.action == "apply" and decision.manifest is not None:
             log.info("applying generated RouteMonitor %s/%s", *key)
-            applied = await self.kube.apply_monitor(decision.manifest)
+            try:
+                if existing is None:  # a create never overwrites: 409 if anything holds the name
+                    applied = await self.kube.create_monitor(decision.manifest)
+                else:  # ours (plan checked): replaces only that very object, at the version seen
+                    body = ownership.replacement(existing, decision.manifest)
+                    applied = await self.kube.replace_monitor(body, ownership.uid_of(existing),
+                                                              ownership.version_of(existing))
+            except Exception as e:
+                if status_code(e) != 409:
+                    raise
+                raise RetryLater(f"RouteMonitor {key[0]}/{key[1]} appeared or changed meanwhile; "
+                                 "its watch event decides what to do") from None
             # go on with the monitor at once; its watch event will find nothing new
             self.world.observe("routemonitor", "MODIFIED", applied)
-        elif decision.action == "delete":
+        elif decision.action == "delete" and existing is not None:
             log.info("deleting RouteMonitor %s/%s: its annotation was removed", *key)
-            await self.kube.delete_monitor(*key)
+            await self.kube.delete_monitor(key[0], key[1], ownership.uid_of(existing))
 
     def _forget(self, key: Key) -> None:
         self.engine.remove_monitor(key)
-        for cache in (self.results, self._rules, self._written, self._written_at, self._monitor_warned):
+        self.rules.forget(key)
+        for cache in (self.results, self._written, self._written_at, self._monitor_warned):
             cache.pop(key, None)
         self.metrics.set_state(key, None)
 
@@ -124,19 +138,19 @@ class Reconciler:
             self.engine.set_monitor(spec, target)
         else:
             self.engine.remove_monitor(key)
-        rules_error, retry = await self._apply_rules(key, spec, body)
+        rules = await self._apply_rules(key, spec, body)
         errors, warnings = plan.findings(spec, body)
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
-                 else "rules_failed" if rules_error or errors else "ready")
+                 else "rules_failed" if rules.error or errors else "ready")
         self.metrics.set_state(key, state)
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
-                              rules_error=rules_error, rules_name=f"{key[0]}/{key[1]}",
+                              rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
                               finding_errors=errors, finding_warnings=warnings,
                               last_result=self.results.get(key))
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)
-        if retry:
-            raise RetryLater(rules_error)
+        if rules.retry:
+            raise RetryLater(rules.error)
 
     async def _warn_not_ready(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
         """A Warning event on the RouteMonitor when it is not Ready, once per reason and message
@@ -151,28 +165,12 @@ class Reconciler:
         await self.kube.warn(dict(plan.reference("routemonitor", body)), *why)
         self._monitor_warned[key] = why
 
-    async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> tuple[str | None, bool]:
+    async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> RulesOutcome:
         try:
             rule = plan.rule_object(spec, body)
         except InvalidSpec as e:
-            return f"no rules can be generated: {e}", False
-        fingerprint = json.dumps(rule, sort_keys=True)
-        if self._rules.get(key) == fingerprint:
-            return None, False
-        try:
-            await self.kube.apply_rule(rule)
-        except Exception as e:
-            code = status_code(e)
-            if code == 404:
-                return ("the PrometheusRule API (monitoring.coreos.com/v1) is not installed: "
-                        "install prometheus-operator's CRDs"), True
-            if code == 403:
-                return f"forbidden to apply PrometheusRule {key[0]}/{key[1]}: check the operator's RBAC", True
-            if code is not None and 400 <= code < 500:
-                return f"PrometheusRule {key[0]}/{key[1]} rejected: {e}", True
-            raise
-        self._rules[key] = fingerprint
-        return None, False
+            return RulesOutcome(names.prometheus_rule_name(key[1]), f"no rules can be generated: {e}")
+        return await self.rules.sync(key, rule)
 
     def _probe_to_write(self, key: Key, written: Mapping[str, Any] | None, now: float) -> Mapping[str, Any] | None:
         """lastProbe to write: the newest result if its outcome changed and the rate bound allows,

@@ -31,6 +31,8 @@ class Observed:
     target: ResolvedTarget | Unresolved | None = None
     interval_ms: int = 0
     rules_error: str | None = None
+    rules_reason: str = "ApplyFailed"
+    """Reason of ``RulesApplied=False`` when ``rules_error`` is set (``NameConflict``, ``ApplyFailed``)."""
     rules_name: str = ""
     finding_errors: tuple[str, ...] = ()
     """The generator's error findings (e.g. a page that can never fire): rules applied, alerting broken."""
@@ -60,7 +62,7 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         warned = f"; warnings: {'; '.join(obs.finding_warnings)}" if obs.finding_warnings else ""
         rules = _cond("RulesApplied", True, "Applied", f"PrometheusRule {obs.rules_name} applied{warned}")
     else:
-        rules = _cond("RulesApplied", False, "ApplyFailed", obs.rules_error)
+        rules = _cond("RulesApplied", False, obs.rules_reason, obs.rules_error)
     failing = [c for c in (resolved, rules, probing) if c["status"] != "True"]
     ready = (_cond("Ready", False, failing[0]["reason"], failing[0]["message"]) if failing
              else _cond("Ready", True, "Ready", "probing and alerting rules applied"))

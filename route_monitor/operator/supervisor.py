@@ -71,6 +71,9 @@ class Supervisor:
                 continue
             for obj in items:
                 self.observe(kind, None, obj)
+        rules = await self._kube.list_our_rules(self.settings.namespaces)
+        if rules is not None:
+            self.reconciler.rules.seed(rules)
         log.info("initial state: %d Routes, %d Services, %d RouteMonitors", len(self.world.routes),
                  len(self.world.services), len(self.world.monitors))
 
