@@ -3,7 +3,10 @@
 - ``route_monitor_monitors{state}``: RouteMonitors by state (every state always present);
 - ``route_monitor_reconcile_errors_total{reason}``: failed reconciles (retried with backoff);
 - ``route_monitor_kube_requests_total{verb,resource}``: writes to the Kubernetes API;
-- ``route_monitor_status_writes_deferred_total``: status writes postponed by the rate bound.
+- ``route_monitor_status_writes_deferred_total``: status writes postponed by the rate bound;
+- replicas: ``route_monitor_members`` (live replicas seen), ``route_monitor_owned_monitors``,
+  ``route_monitor_ownership_changes_total{change=gained|lost}``,
+  ``route_monitor_lease_renew_failures_total``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from alert_rules import names
@@ -31,6 +34,16 @@ class OperatorMetrics:
                                      "and resource", ["verb", "resource"], registry=registry)
         self.status_deferred = Counter(names.STATUS_WRITES_DEFERRED_TOTAL, "RouteMonitor status writes "
                                        "postponed to keep within the per-monitor rate bound", registry=registry)
+        self.members = Gauge(names.MEMBERS, "Operator replicas this replica sees live (itself included)",
+                             registry=registry)
+        self.members.set(1)
+        self.ownership_changes = Counter(names.OWNERSHIP_CHANGES_TOTAL, "Monitors this replica started "
+                                         "(gained) or stopped (lost) owning as replicas came and went",
+                                         ["change"], registry=registry)
+        for change in ("gained", "lost"):
+            self.ownership_changes.labels(change=change)
+        self.lease_renew_failures = Counter(names.LEASE_RENEW_FAILURES_TOTAL, "Failed renewals of this "
+                                            "replica's Lease", registry=registry)
         registry.register(_StatesCollector(self))
 
     def set_state(self, key: tuple[str, str], state: str | None) -> None:
@@ -52,11 +65,15 @@ class _StatesCollector:
 
     def describe(self) -> Iterable[Metric]:
         return [GaugeMetricFamily(names.MONITORS, "RouteMonitors known to the operator, by state",
-                                  labels=[names.LABEL_STATE])]
+                                  labels=[names.LABEL_STATE]),
+                GaugeMetricFamily(names.OWNED_MONITORS, "RouteMonitors this replica owns", value=0)]
 
     def collect(self) -> Iterable[Metric]:
         family = GaugeMetricFamily(names.MONITORS, "RouteMonitors known to the operator, by state",
                                    labels=[names.LABEL_STATE])
-        for state, n in self._metrics.counts().items():
+        counts = self._metrics.counts()
+        for state, n in counts.items():
             family.add_metric([state], n)
         yield family
+        yield GaugeMetricFamily(names.OWNED_MONITORS, "RouteMonitors this replica owns (probes, exports, "
+                                "writes the status of)", value=sum(counts.values()))
