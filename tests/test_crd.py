@@ -3,7 +3,7 @@ PrometheusRule, as a real kube-apiserver (1.20) applies them:
 
 - the schema accepts good RouteMonitors and rejects what a schema can catch (two targets,
   100% availability, a duration in words, an unknown method...), naming the field;
-- the printer columns are URL, SLO, Last result, Ready, Age; short name ``rmon``; status is a
+- the printer columns are URL, SLO, Last result, Ready, Age (and Probed by with -o wide); short name ``rmon``; status is a
   subresource (a spec write cannot change status);
 - the duration pattern is the one ``alert_rules.durations`` parses;
 - the PrometheusRule stand-in rejects invalid rules like upstream does.
@@ -83,7 +83,9 @@ def test_duration_pattern_is_the_one_the_generator_parses() -> None:
 
 
 def test_printer_columns_short_name_and_status_subresource() -> None:
-    assert [c["name"] for c in VERSION["additionalPrinterColumns"]] == ["URL", "SLO", "Last result", "Ready", "Age"]
+    assert [c["name"] for c in VERSION["additionalPrinterColumns"]] == ["URL", "SLO", "Last result", "Ready", "Age",
+                                                                       "Probed by"]
+    assert [c.get("priority", 0) for c in VERSION["additionalPrinterColumns"]] == [0, 0, 0, 0, 0, 1]  # -o wide
     assert CRD["spec"]["names"]["shortNames"] == ["rmon"]
     assert VERSION["subresources"] == {"status": {}}
 
@@ -135,6 +137,7 @@ def test_printer_columns_and_status_subresource_in_the_apiserver(cluster: Cluste
     base = "/apis/routemonitor.io/v1alpha1/namespaces/crd-tests/routemonitors/columns"
     status = {"status": {"url": "https://checkout.apps.example/healthz", "observedGeneration": 1,
                          "lastProbe": {"time": "2026-01-01T00:00:00Z", "result": "success"},
+                         "probedBy": "route-monitor-7c9f-x2",
                          "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "ok",
                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
     ct = {"Content-Type": "application/merge-patch+json"}
@@ -142,8 +145,9 @@ def test_printer_columns_and_status_subresource_in_the_apiserver(cluster: Cluste
     assert api(cluster, "PATCH", base + "/status", status, **ct).status_code == 200
     table = api(cluster, "GET", base, Accept="application/json;as=Table;v=v1;g=meta.k8s.io").json()
     columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns == ["Name", "URL", "SLO", "Last result", "Ready", "Age"]
+    assert columns == ["Name", "URL", "SLO", "Last result", "Ready", "Age", "Probed by"]
     assert table["rows"][0]["cells"][1:5] == ["https://checkout.apps.example/healthz", "99.9", "success", "True"]
+    assert table["rows"][0]["cells"][6] == "route-monitor-7c9f-x2"
     short = api(cluster, "GET", "/apis/routemonitor.io/v1alpha1").json()
     assert [r.get("shortNames") for r in short["resources"] if r["name"] == "routemonitors"] == [["rmon"]]
 

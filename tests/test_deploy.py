@@ -180,7 +180,8 @@ def test_kustomize_builds_every_object() -> None:
     assert out.returncode == 0, out.stderr
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out.stdout))
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-                            "ClusterRoleBinding", "Deployment", "Service", "ServiceMonitor"])
+                            "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PodDisruptionBudget",
+                            "Service", "ServiceMonitor"])
 
 
 def container() -> dict[str, Any]:
@@ -202,6 +203,37 @@ def test_deployment_is_hardened_and_matches_the_operators_flags() -> None:
     assert ports == {"metrics": args.metrics_port, "health": args.health_port}
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+
+
+def test_deployment_runs_replicas_that_hand_over_without_a_gap() -> None:
+    """Contract 6: two replicas, rolling updates that start the new pod before stopping an old one,
+    at most one replica disrupted voluntarily, spread over nodes and zones, member name and Lease
+    namespace from the downward API."""
+    deployment = load("deployment.yaml")
+    spec, pod = deployment["spec"], deployment["spec"]["template"]["spec"]
+    assert spec["replicas"] >= 2
+    assert spec["strategy"]["type"] == "RollingUpdate" and spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    pdb = load("poddisruptionbudget.yaml")
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"].get("maxUnavailable") == 1 or pdb["spec"].get("minAvailable") == 1
+    keys = {t["topologyKey"] for t in pod["topologySpreadConstraints"]}
+    assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    [term] = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container()["env"]}
+    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    assert pod["terminationGracePeriodSeconds"] >= 10
+
+
+def test_leases_are_granted_by_a_role_in_the_operators_namespace_only() -> None:
+    role, binding = load("role.yaml"), load("rolebinding.yaml")
+    sa = load("serviceaccount.yaml")["metadata"]
+    assert role["kind"] == "Role" and role["metadata"]["namespace"] == sa["namespace"]
+    assert [(r["apiGroups"], r["resources"]) for r in role["rules"]] == [(["coordination.k8s.io"], ["leases"])]
+    assert binding["metadata"]["namespace"] == sa["namespace"] and binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+    assert not any(r["resources"] == ["leases"] for r in ROLE["rules"]), "no cluster-wide Lease access"
 
 
 def test_metrics_service_and_servicemonitor_select_the_operator() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+from collections.abc import Mapping
 
 import kopf
 from lightkube import AsyncClient, KubeConfig
@@ -20,6 +22,7 @@ from alert_rules import names
 from route_monitor.operator import http
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
+from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
@@ -30,10 +33,12 @@ from route_monitor.probe.result import ProbeResult
 log = logging.getLogger("route_monitor.operator")
 
 
-def settings_from_args(args: argparse.Namespace) -> OperatorSettings:
+def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> OperatorSettings:
     return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
                             metrics_port=args.metrics_port, health_port=args.health_port,
-                            max_concurrency=args.max_concurrency)
+                            max_concurrency=args.max_concurrency,
+                            member=args.member_name or env.get("POD_NAME") or None,
+                            lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
 
 
 async def serve(settings: OperatorSettings) -> int:
@@ -49,27 +54,40 @@ async def serve(settings: OperatorSettings) -> int:
     probe_metrics = ProbeMetrics(registry)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result)
-    supervisor = Supervisor(settings=settings, kube=KubeWriter(client, operator_metrics), engine=engine,
-                            metrics=operator_metrics)
+    kube = KubeWriter(client, operator_metrics, instance=settings.member)
+    supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
+                            member=settings.member)
+    membership = None if settings.member is None else Membership(
+        kube=kube, metrics=operator_metrics, on_change=supervisor.membership_changed,
+        settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace))
     ready = asyncio.Event()
     runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set,
                              render=probe_metrics.exposition)
     await engine.start()
-    loop_task: asyncio.Task[None] | None = None
+    tasks: list[asyncio.Task[None]] = []
 
     async def stop_work() -> None:
-        if loop_task is not None:
-            loop_task.cancel()
-            await asyncio.gather(loop_task, return_exceptions=True)
+        if membership is not None and tasks:  # hand over first: the others take this replica's monitors at once
+            await membership.leave()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        tasks.clear()
         await engine.close()
 
-    log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d",
+    log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d, %s",
              "namespaces " + ", ".join(settings.namespaces) if settings.namespaces else "all namespaces",
-             "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port)
+             "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port,
+             f"member {settings.member} (leases in {settings.lease_namespace})" if settings.member
+             else "one replica (no --member-name or $POD_NAME: no Lease)")
     try:
+        if membership is not None:  # learn the other replicas before owning anything
+            await membership.join()
+            supervisor.shard = membership.shard
+            tasks.append(asyncio.create_task(membership.run(), name="membership"))
         await supervisor.prime()
         settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
-        loop_task = asyncio.create_task(supervisor.run(), name="supervisor")
+        tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
         await kopf.operator(
             registry=build_registry(supervisor, on_cleanup=stop_work), settings=kopf_settings(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,

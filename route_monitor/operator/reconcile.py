@@ -64,9 +64,11 @@ class TokenBucket:
 class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
+                 member: str | None = None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._schedule, self._clock = metrics, schedule, clock
+        self._owns, self._member = owns, member
         self.results: dict[Key, ProbeResult] = {}
         self.rules = RuleSync(kube)
         self._written: dict[Key, dict[str, Any]] = {}
@@ -76,8 +78,19 @@ class Reconciler:
         self._status_bucket = TokenBucket(settings.status_writes_per_second)
 
     async def reconcile(self, key: Key) -> None:
+        """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
+        events); the others let it go. One replica owns everything."""
+        if not self._owns(key):
+            self._release(key)
+            return
         await self._generated(key)
         await self._monitor(key)
+
+    def _release(self, key: Key) -> None:
+        """Stop probing ``key`` and forget what was written for it: another replica owns it now,
+        and when it comes back here, everything is checked afresh."""
+        self._forget(key)
+        self._warned.pop(key, None)
 
     async def _generated(self, key: Key) -> None:
         decision = plan.plan_generated(self.world, key)
@@ -146,7 +159,7 @@ class Reconciler:
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
                               finding_errors=errors, finding_warnings=warnings,
-                              last_result=self.results.get(key))
+                              last_result=self.results.get(key), probed_by=self._member)
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)
         if rules.retry:

@@ -28,5 +28,10 @@ class OperatorSettings:
     """Status writes of all monitors together, at most (a burst of as many is allowed): when a
     shared dependency fails, thousands of monitors change at once and status must not flood
     the API server."""
+    member: str | None = None
+    """This replica's name among replicas (``--member-name``, else ``$POD_NAME``): it holds the Lease
+    ``route-monitor-<member>`` and probes only the monitors it owns. None: one replica, no Lease."""
+    lease_namespace: str = "route-monitor"
+    """Where the replicas' Leases live (``--lease-namespace``, else ``$POD_NAMESPACE``)."""
     retry_backoff: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
     """Delays before retrying a failed reconcile, the last one repeating."""

@@ -38,6 +38,8 @@ class Observed:
     """The generator's error findings (e.g. a page that can never fire): rules applied, alerting broken."""
     finding_warnings: tuple[str, ...] = ()
     last_result: ProbeResult | None = None
+    probed_by: str | None = None
+    """The replica that probes the monitor (``status.probedBy``); None with one replica and no Leases."""
 
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
@@ -111,7 +113,10 @@ def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
         c["observedGeneration"] = obs.generation
         conds.append(c)
     url = obs.target.url if isinstance(obs.target, ResolvedTarget) else None
-    return {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe}
+    out = {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe}
+    if obs.probed_by is not None:
+        out["probedBy"] = obs.probed_by
+    return out
 
 
 def significant(status: Mapping[str, Any] | None) -> object:
@@ -121,4 +126,5 @@ def significant(status: Mapping[str, Any] | None) -> object:
         return None
     conds = tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("observedGeneration"))
                   for c in status.get("conditions") or [])
-    return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")))
+    return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
+            status.get("probedBy"))

@@ -19,6 +19,7 @@ from route_monitor.operator.kube import KubeWriter, status_code
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.sharding import Shard, moved
 from route_monitor.operator.world import Key, Kind, World
 from route_monitor.probe.result import ProbeResult
 
@@ -40,13 +41,16 @@ def error_reason(error: BaseException) -> str:
 
 class Supervisor:
     def __init__(self, *, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
-                 metrics: OperatorMetrics) -> None:
+                 metrics: OperatorMetrics, member: str | None = None) -> None:
         self.settings = settings
         self.world = World()
         self.metrics = metrics
         self._kube = kube
+        self.shard = Shard(member or "", frozenset({member or ""}))
+        """This replica and the live members; alone, it owns every monitor."""
         self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
-                                     metrics=metrics, schedule=self.enqueue_later)
+                                     metrics=metrics, schedule=self.enqueue_later,
+                                     owns=lambda key: self.shard.owns(key), member=member)
         self._queue: asyncio.Queue[Key] = asyncio.Queue()
         self._queued: set[Key] = set()
         self._running: set[Key] = set()
@@ -76,6 +80,19 @@ class Supervisor:
             self.reconciler.rules.seed(rules)
         log.info("initial state: %d Routes, %d Services, %d RouteMonitors", len(self.world.routes),
                  len(self.world.services), len(self.world.monitors))
+
+    def membership_changed(self, before: Shard, after: Shard) -> None:
+        """Replicas came or went: reconcile exactly the monitors that move to or from this one
+        (they start or stop here within one reconcile; the others are not touched)."""
+        self.shard = after
+        keys = set(self.world.monitors) | self.world.opted_in_keys()
+        gained, lost = moved(keys, before, after)
+        self.metrics.ownership_changes.labels(change="gained").inc(len(gained))
+        self.metrics.ownership_changes.labels(change="lost").inc(len(lost))
+        log.info("%d live replicas: this one gains %d monitors and hands over %d", len(after.members),
+                 len(gained), len(lost))
+        for key in sorted(gained | lost):
+            self.enqueue(key)
 
     def on_result(self, result: ProbeResult) -> None:
         """Probe engine callback: remember the result; reconcile only if the outcome changed."""

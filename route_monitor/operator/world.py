@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from alert_rules import names
+
 Kind = Literal["route", "service", "routemonitor"]
 Key = tuple[str, str]
 Ref = tuple[str, str, str]
@@ -99,6 +101,11 @@ class World:
                 self._targeting.pop(old_ref, None)
         if new_ref is not None:
             self._targeting.setdefault(new_ref, set()).add(key)
+
+    def opted_in_keys(self) -> set[Key]:
+        """Keys of Routes and Services carrying the opt-in annotation (their monitors may not exist yet)."""
+        return {k for store in (self.routes, self.services) for k, obj in store.items()
+                if names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})}
 
     def get(self, kind: str, key: Key) -> dict[str, Any] | None:
         return self._store(kind).get(key)  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ KUBE_BIN = CACHE / f"kubernetes-{KUBE_VERSION}"
 CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", ROOT / "tests" / "crds" / "route.yaml",
              ROOT / "tests" / "crds" / "prometheusrule.yaml")
 CLUSTER_ROLE_FILE = ROOT / "deploy" / "clusterrole.yaml"
+LEASE_ROLE_FILE = ROOT / "deploy" / "role.yaml"
 ADMIN_TOKEN = "admin-token"
 OPERATOR_TOKEN = "operator-token"
 OPERATOR_USER = "route-monitor-operator"
@@ -164,6 +165,19 @@ def _install(cluster: Cluster) -> None:
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER}],
     }
     r = _admin_request(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    assert r.status_code == 201, r.text
+    # the replicas' Lease Role, in the operator's namespace, bound to the same test user
+    lease_role = yaml.safe_load(LEASE_ROLE_FILE.read_text())
+    ns = lease_role["metadata"]["namespace"]
+    r = _admin_request(cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                               "metadata": {"name": ns}})
+    assert r.status_code == 201, r.text
+    r = _admin_request(cluster, "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", lease_role)
+    assert r.status_code == 201, r.text
+    lease_binding = {**binding, "kind": "RoleBinding", "metadata": {"name": "route-monitor-test-leases", "namespace": ns},
+                     "roleRef": {**binding["roleRef"], "kind": "Role", "name": lease_role["metadata"]["name"]}}
+    r = _admin_request(cluster, "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+                       lease_binding)
     assert r.status_code == 201, r.text
 
 

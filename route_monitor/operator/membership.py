@@ -1,0 +1,176 @@
+"""Replicas find each other through Kubernetes Leases (Contract 6).
+
+Each replica holds its own ``coordination.k8s.io/v1`` Lease ``route-monitor-<member>``, labelled
+``routemonitor.io/member: "true"``, in the operator's namespace, renewed every ``renew`` seconds
+with a ``duration`` of three renewals. It watches the others' Leases (list, then watch from the
+list's resourceVersion; relist whenever the watch breaks) and recomputes the live set on every
+change and at every expiry deadline (:class:`LeaseTable`). When the set changes,
+``on_change(before, after)`` gets the old and new :class:`Shard`.
+
+Leaving cleanly (SIGTERM) deletes the Lease first, so the others take this replica's monitors at
+once; a replica that dies is dropped when its Lease expires. Leases of dead replicas are deleted
+(uid precondition) once they have been expired for a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from alert_rules import names
+from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.leases import LeaseTable
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.sharding import Shard
+
+log = logging.getLogger(__name__)
+SELECTOR = {names.LABEL_MEMBER: "true"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MembershipSettings:
+    member: str
+    """This replica's name (``--member-name``; default ``$POD_NAME``)."""
+    namespace: str
+    """Where the Leases live (``--lease-namespace``; default ``$POD_NAMESPACE``, else ``route-monitor``)."""
+    renew: float = 5.0
+    """Seconds between two renewals of this replica's Lease."""
+    duration: float = 15.0
+    """``leaseDurationSeconds``: a replica not renewed for this long is taken for dead."""
+    abandoned_after: float = 60.0
+    """Seconds after expiry before another replica deletes a dead replica's Lease."""
+
+    @property
+    def lease_name(self) -> str:
+        return f"{names.LEASE_PREFIX}{self.member}"[:253]
+
+
+def micro_time(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Membership:
+    def __init__(self, *, kube: KubeWriter, settings: MembershipSettings, metrics: OperatorMetrics,
+                 on_change: Callable[[Shard, Shard], None], clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self._kube, self._metrics, self._on_change, self._wall = kube, metrics, on_change, wall
+        self._table = LeaseTable(settings.member, clock)
+        self._clock = clock
+        self.shard = Shard(settings.member, frozenset({settings.member}))
+        self._uid = ""
+        self._wake = asyncio.Event()
+
+    def _spec(self) -> dict[str, object]:
+        return {"holderIdentity": self.settings.member, "leaseDurationSeconds": int(self.settings.duration),
+                "renewTime": micro_time(self._wall())}
+
+    async def join(self) -> None:
+        """Hold this replica's Lease and learn the others before anything is owned."""
+        s = self.settings
+        spec = {**self._spec(), "acquireTime": micro_time(self._wall())}
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)},
+                 "spec": spec}
+        try:
+            created = await self._kube.create_lease(lease)
+        except Exception as e:
+            if status_code(e) != 409:  # 409: ours from a previous run of this member: renew it
+                raise
+            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
+        self._uid = str(created["metadata"].get("uid") or "")
+        items, _ = await self._kube.list_leases(s.namespace, SELECTOR)
+        self._table.replace_all(items)
+        self._recompute()
+        log.info("member %s joined: lease %s/%s, live members %s", s.member, s.namespace, s.lease_name,
+                 ", ".join(sorted(self.shard.members)))
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(coro, name=name) for name, coro in (
+            ("lease renewal", self._renew()), ("lease watch", self._watch()), ("lease expiry", self._expire()))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def leave(self) -> None:
+        """Delete this replica's Lease so the others take its monitors at once."""
+        s = self.settings
+        try:
+            await self._kube.delete_lease(s.namespace, s.lease_name, self._uid)
+            log.info("member %s left: lease %s/%s deleted", s.member, s.namespace, s.lease_name)
+        except Exception as e:  # the others will see it expire instead
+            log.warning("member %s could not delete its lease (%s); it will expire in %.0fs", s.member, e,
+                        s.duration)
+
+    def _recompute(self) -> None:
+        live = self._table.live()
+        self._metrics.members.set(len(live))
+        if live == self.shard.members:
+            return
+        before, self.shard = self.shard, Shard(self.settings.member, live)
+        log.info("live members: %s (were %s)", ", ".join(sorted(live)), ", ".join(sorted(before.members)))
+        self._on_change(before, self.shard)
+
+    async def _renew(self) -> None:
+        s = self.settings
+        while True:
+            await asyncio.sleep(s.renew)
+            try:
+                try:
+                    await self._kube.patch_lease(s.namespace, s.lease_name, self._spec())
+                except Exception as e:
+                    if status_code(e) != 404:
+                        raise
+                    await self.join()  # deleted by someone: take it again
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self._metrics.lease_renew_failures.inc()
+                log.warning("member %s could not renew its lease: %s", s.member, e)
+
+    async def _watch(self) -> None:
+        s = self.settings
+        failures = 0
+        while True:
+            try:
+                items, version = await self._kube.list_leases(s.namespace, SELECTOR)
+                self._table.replace_all(items)
+                self._recompute()
+                failures = 0
+                async for event, lease in self._kube.watch_leases(s.namespace, SELECTOR, version):
+                    if event == "DELETED":
+                        self._table.remove(str(lease["metadata"]["name"]))
+                    else:
+                        self._table.observe(lease)
+                    self._recompute()
+                    self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                failures += 1
+                log.warning("lease watch broke (%s); listing again", e)
+                await asyncio.sleep(min(0.5 * failures, s.renew))
+
+    async def _expire(self) -> None:
+        while True:
+            deadline = self._table.next_deadline()
+            wait = self.settings.renew if deadline is None else max(deadline - self._clock(), 0.0) + 0.01
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            self._recompute()
+            for name, uid in self._table.abandoned(self.settings.abandoned_after):
+                self._table.remove(name)
+                try:
+                    await self._kube.delete_lease(self.settings.namespace, name, uid)
+                    log.info("deleted lease %s of a replica that stopped renewing it", name)
+                except Exception as e:
+                    log.debug("could not delete abandoned lease %s: %s", name, e)
