@@ -178,6 +178,22 @@ def operator() -> dict[str, object]:
                                                  "or vector(0)", "skipped"),)),
         Panel("Probes per second", (Query(f"sum by (instance) (rate({n.PROBES_TOTAL}[$__rate_interval]))",
                                           "{{instance}}"),), unit="reqps"),
+        row("Replicas"),
+        Panel("Live replicas seen by each replica", (Query(
+            f"max by (instance) ({n.MEMBERS}) or count by (instance) (count by (instance) ({n.TARGET_INFO}))",
+            "{{instance}}"),), width=8,
+              description="Each replica's count of live Leases (itself included); all should agree. Under "
+                          "standalone: one process. A replica seeing fewer than the Deployment's replicas has "
+                          "lost contact with the others' Leases (runbook: a replica lost its Lease)."),
+        Panel("Monitors owned per replica", (Query(
+            f"sum by (instance) ({n.OWNED_MONITORS}) or sum by (instance) (count by (instance, namespace, monitor) "
+            f"({n.TARGET_INFO}))", "{{instance}}"),), width=8,
+              description="Monitors each replica probes; together they add up to all monitors, each once."),
+        Panel("Ownership changes", (Query(
+            f"sum by (instance, change) (increase({n.OWNERSHIP_CHANGES_TOTAL}[$__rate_interval])) "
+            "or on () vector(0)", "{{instance}} {{change}}"),), width=8,
+              description="Monitors gained or handed over as replicas come and go (rollouts, restarts, "
+                          "expired Leases); a steady stream means replicas are flapping."),
     ]
     return dashboard(uid=UID_OPERATOR, title="route-monitor / Operator health", tags=["route-monitor"],
                      description="The route-monitor operator's own health: monitors, reconciles, scheduling.",
