@@ -53,7 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="cluster DNS domain of Service URLs (default cluster.local)")
 
     ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
-    ru.add_argument("paths", nargs="+", metavar="PATH")
+    ru.add_argument("paths", nargs="*", metavar="PATH")
+    ru.add_argument("--operator", action="store_true",
+                    help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
+    ru.add_argument("--job", default="route-monitor",
+                    help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
                     help="plain Prometheus rule groups (default) or PrometheusRule objects")
     ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")

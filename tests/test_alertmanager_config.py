@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alert_rules import names
+from alert_rules import names, operator_alerts
 from tests.support.prometheus import ALERTMANAGER_DIR, ROUTING_KEY, Paging, adapt_alertmanager_config, run_paging
 from tests.support.sink import PAGERDUTY_PATH, TICKET_PATH
 
@@ -71,6 +71,10 @@ def alert_labels(severity: str, alertname: str = names.ALERT_ERROR_BUDGET_BURN) 
     pytest.param(alert_labels("warning", names.ALERT_CERTIFICATE_EXPIRY), "route-monitor-ticket",
                  id="certificate-expiry-tickets"),
     pytest.param(alert_labels("critical", "SomeoneElsesAlert"), "null", id="other-alerts-untouched"),
+    pytest.param({"alertname": operator_alerts.OPERATOR_DOWN, names.LABEL_SEVERITY: "critical"},
+                 "route-monitor-pagerduty", id="operator-down-pages"),
+    pytest.param({"alertname": operator_alerts.SCHEDULE_LAG, names.LABEL_SEVERITY: "warning", "instance": "a"},
+                 "route-monitor-ticket", id="operator-lag-tickets"),
 ])
 def test_routing_tree(labels: dict[str, str], receiver: str) -> None:
     result = amtool("config", "routes", "test", f"--config.file={CONFIG}", f"--verify.receivers={receiver}",
@@ -159,6 +163,23 @@ def test_page_inhibits_the_ticket_of_the_same_monitor_only(paging: Paging) -> No
     time.sleep(2)
     ticketed = {b.body["groupLabels"]["monitor"] for b in paging.sink.received(TICKET_PATH)}
     assert ticketed == {"cart"}
+
+
+@pytest.mark.prometheus
+def test_operator_down_pages_once_and_silences_every_probes_absent_ticket(paging: Paging) -> None:
+    down = {"labels": {"alertname": operator_alerts.OPERATOR_DOWN, "severity": "critical"},
+            "annotations": {"summary": "route-monitor is down: 2 SLOs are blind", "description": "d",
+                            "runbook_url": "https://runbooks.example/down"}}
+    paging.alertmanager.post_alerts([down])
+    paging.sink.wait_for(PAGERDUTY_PATH, lambda b: b["event_action"] == "trigger", what="the operator-down page")
+    paging.alertmanager.post_alerts([alert(m, "warning", alertname=names.ALERT_PROBES_ABSENT) for m in ("a", "b")]
+                                    + [alert("c", "warning", long="1d", short="2h")])
+    paging.sink.wait_for(TICKET_PATH, lambda b: b["groupLabels"]["monitor"] == "c", what="an unrelated ticket")
+    time.sleep(2)
+    ticketed = {(b.body["groupLabels"]["alertname"], b.body["groupLabels"]["monitor"])
+                for b in paging.sink.received(TICKET_PATH)}
+    assert ticketed == {(names.ALERT_ERROR_BUDGET_BURN, "c")}
+    assert len(paging.sink.received(PAGERDUTY_PATH)) == 1, "one page, not one per blind SLO"
 
 
 def test_alertmanagerconfig_and_secret_example_mirror_the_shipped_config() -> None:

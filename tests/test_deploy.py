@@ -181,7 +181,7 @@ def test_kustomize_builds_every_object() -> None:
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out.stdout))
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
                             "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PodDisruptionBudget",
-                            "Service", "ServiceMonitor"])
+                            "Service", "ServiceMonitor", "PrometheusRule"])
 
 
 def container() -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Reads RouteMonitors and annotated Routes/Services, prints the generated rules: one plain
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
-document exercising it (``promtool test rules DIR/*.test.yml``).
+document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
+route-monitor's own alerts instead (``deploy/operator-rules.yaml`` is that output).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command and nothing is written.
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 from alert_rules import prometheus_rule_file, prometheus_rule_object, promtool_tests
+from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_rule, operator_rule_groups
+from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.render import to_yaml, with_header
 from route_monitor import manifests
 from route_monitor.spec import MonitorSpec
@@ -69,8 +72,37 @@ def write_tests(monitors: Sequence[MonitorSpec], folder: Path) -> list[Path]:
     return written
 
 
+def run_operator(args: argparse.Namespace, out: TextIO) -> int:
+    """``rules --operator``: route-monitor's own alerts, with promtool fixtures under ``--tests``."""
+    settings = OperatorAlerting(job=args.job)
+    if args.format == "prometheus":
+        text = with_header(to_yaml({"groups": operator_rule_groups(settings)}))
+    else:
+        text = with_header("---\n" + to_yaml(operator_prometheus_rule(settings)))
+    if args.tests:
+        folder = Path(args.tests)
+        folder.mkdir(parents=True, exist_ok=True)
+        rules = folder / "route-monitor-operator.rules.yml"
+        rules.write_text(with_header(to_yaml({"groups": operator_rule_groups(settings)})), encoding="utf-8")
+        (folder / "route-monitor-operator.test.yml").write_text(
+            with_header(to_yaml(operator_promtool_tests(settings, rules.name))), encoding="utf-8")
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return 0
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    if args.operator:
+        if args.paths:
+            print("rules: error: --operator prints route-monitor's own alerts and takes no PATH", file=err)
+            return 2
+        return run_operator(args, out)
+    if not args.paths:
+        print("rules: error: give a PATH of manifests (or --operator for route-monitor's own alerts)", file=err)
+        return 2
     loaded = load(args.paths)
     report(loaded.problems, err)
     if loaded.failed:

@@ -22,15 +22,17 @@ URL does not change (so the expiry alert does not resolve because the target wen
 from __future__ import annotations
 
 import bisect
+import platform
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from alert_rules import names
+from route_monitor import __version__
 from route_monitor.probe import exposition
 from route_monitor.probe.result import FailureReason, ProbeResult
 
@@ -122,6 +124,9 @@ class ProbeMetrics:
             "delays every probe)", registry=registry, buckets=LAG_BUCKETS)
         self.skipped = Counter(names.PROBES_SKIPPED_TOTAL, "Scheduled probes skipped because the previous "
                                "run or the concurrency limit made them overdue", registry=registry)
+        build = Gauge(names.BUILD_INFO, "route-monitor's version (always 1)", ["version", "python"],
+                      registry=registry)
+        build.labels(version=__version__, python=platform.python_version()).set(1)
         self._registry = registry
         self._collector = _Collector(self)
         registry.register(self._collector)
