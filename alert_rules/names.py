@@ -1,7 +1,7 @@
 """One module of names, shared by the metrics code, the rule generator and the operator.
 
 Metric names, label names, recording-rule names, alert names and annotation keys are public
-contracts (``DESIGN.md`` contracts 1, 3 and 4): users' dashboards and alert routes depend on
+contracts (``docs/reference.md``): users' dashboards and alert routes depend on
 them. Both sides import them from here so that they can never drift apart.
 """
 

@@ -30,7 +30,7 @@ UID_OVERVIEW = "route-monitor-overview"
 UID_DETAIL = "route-monitor-detail"
 UID_OPERATOR = "route-monitor-operator"
 WINDOWS = alert_windows(DEFAULT_PERIOD_MS)
-"""The generator's window pairs for the default 30d period (DESIGN.md contract 4), shown as burn rates."""
+"""The generator's window pairs for the default 30d period (docs/reference.md, Alerts), shown as burn rates."""
 PAGE_PAIRS = tuple((w.long, w.short) for w in WINDOWS if w.severity == "page")
 TICKET_PAIRS = tuple((w.long, w.short) for w in WINDOWS if w.severity == "ticket")
 BY = "namespace, monitor"

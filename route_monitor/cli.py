@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--allow-url-targets", action="store_true",
                     help="also probe RouteMonitors whose target is a plain URL (off by default)")
     op.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
+    op.add_argument("--cluster-domain", default="cluster.local",
+                    help="cluster DNS domain of Service targets' URLs (default cluster.local)")
     op.add_argument("--member-name", metavar="NAME",
                     help="this replica's name among replicas sharing the monitors through Leases "
                          "(default: $POD_NAME; neither set: one replica, no Lease)")

@@ -1,6 +1,6 @@
 """The operator against a real control plane (etcd + kube-apiserver + kube-controller-manager),
 running as a subprocess under the user bound only to ``deploy/clusterrole.yaml``, probing local
-HTTP targets. Covers (issue 4, DESIGN.md contracts 1 and 2):
+HTTP targets. Covers (issue 4; docs/reference.md: annotations, the RouteMonitor resource):
 
 - annotate a Route -> RouteMonitor (owned by the Route) and PrometheusRule (owned by the
   RouteMonitor) appear, the target is probed, status and metrics say so; nothing is written

@@ -1,4 +1,4 @@
-"""URL targets are opt-in at the operator level (DESIGN.md, Principles), and some addresses are
+"""URL targets are opt-in at the operator level (the README, Standalone: link-local and metadata addresses), and some addresses are
 never probed whatever the settings: with ``--allow-url-targets`` a RouteMonitor with a ``url``
 target on loopback is probed; a link-local (cloud metadata) URL is still refused, with a
 ``Forbidden`` condition. Also: a spec the schema accepts but the operator does not (timeout

@@ -36,7 +36,7 @@ log = logging.getLogger("route_monitor.operator")
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> OperatorSettings:
     return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
                             metrics_port=args.metrics_port, health_port=args.health_port,
-                            max_concurrency=args.max_concurrency,
+                            max_concurrency=args.max_concurrency, cluster_domain=args.cluster_domain,
                             member=args.member_name or env.get("POD_NAME") or None,
                             lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
 

@@ -1,4 +1,4 @@
-"""Addresses that are never probed, whatever a manifest says (DESIGN.md, Principles).
+"""Addresses that are never probed, whatever a manifest says (link-local and cloud metadata).
 
 Link-local ranges (``169.254.0.0/16``, ``fe80::/10``) and cloud metadata endpoints are refused;
 loopback and private ranges are allowed (tests, local development and in-cluster Services use
