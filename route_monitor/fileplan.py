@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from route_monitor import manifests
+from route_monitor import manifests, urls
 from route_monitor.manifests import ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_route, resolve_service, resolve_url
 from route_monitor.spec import MonitorSpec, Target
@@ -50,7 +50,10 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
         ref, sep, url = item.partition("=")
         namespace, slash, name = ref.partition("/")
         if not (sep and slash and namespace and name and url.startswith(("http://", "https://"))):
-            raise ValueError(f"--service-url {item!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+        problem = urls.url_problem(url)
+        if problem is not None:
+            raise ValueError(f"--service-url {urls.redact(item)!r}: {problem}")
         out[(namespace, name)] = url
     return out
 
