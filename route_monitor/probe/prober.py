@@ -33,7 +33,7 @@ from route_monitor import __version__, urls
 from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
 from route_monitor.probe.connect import Progress, Stream, open_stream
-from route_monitor.probe.reasons import ProbeFailure, classify
+from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
 from route_monitor.probe.tls import TLSContexts, not_after
@@ -179,7 +179,14 @@ class Prober:
             try:
                 if tls is not None and progress.cert_not_after is None:
                     progress.cert_not_after = not_after(stream.get_extra_info("ssl_object"))
-                location = await self._request(stream, endpoint, method, req, status, first)
+                answered = len(status)
+                try:
+                    location = await self._request(stream, endpoint, method, req, status, first)
+                except Exception as e:
+                    lost_alert = closed_after_handshake(e) if tls is not None and len(status) == answered else None
+                    if lost_alert is None:
+                        raise
+                    raise ProbeFailure(FailureReason.TLS_ERROR, lost_alert) from e
             finally:
                 stream.abort()
             if location is None:

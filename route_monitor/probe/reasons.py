@@ -62,6 +62,21 @@ def _describe(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def closed_after_handshake(exc: BaseException) -> str | None:
+    """A TLS connection that ended without any response right after its handshake: what a
+    TLS 1.3 server that refuses the client certificate looks like when its alert is lost
+    (it closes with the request unread, so the client's kernel gets a reset). The detail
+    for it, or None for any other error."""
+    if isinstance(exc, ConnectionResetError | ssl.SSLEOFError):
+        how = "connection reset"
+    elif isinstance(exc, h11.RemoteProtocolError) and str(exc).startswith("server closed the connection without"):
+        how = "connection closed"
+    else:
+        return None
+    return f"{how} right after the TLS handshake, before any response: most likely the server refused the client " \
+           "certificate"
+
+
 def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
     """The reason and a human detail for ``exc`` raised while the probe was in ``phase``."""
     where = phase.value
