@@ -27,11 +27,13 @@ REASONS = ("SecretNotFound", "ConfigMapNotFound", "Forbidden", "InvalidCertifica
 
 
 class CredentialError(Exception):
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, field: str = "") -> None:
         super().__init__(message)
         self.reason = reason
         """One of :data:`REASONS`."""
         self.message = message
+        self.field = field
+        """The reference's field in the spec (``spec.probe.auth.basic.secretRef``), when known."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,11 @@ def _text(ref: KeyRef, raw: bytes) -> str:
     try:
         text = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
     except UnicodeDecodeError:
-        raise CredentialError("InvalidSecret", f"{ref.ref.describe()} key {ref.key} is not UTF-8 text") from None
+        raise CredentialError("InvalidSecret", f"{ref.ref.describe()} key {ref.key} is not UTF-8 text",
+                              ref.field) from None
     if not text or any(c in text for c in "\r\n\0"):
-        raise CredentialError("InvalidSecret", f"{ref.ref.describe()} key {ref.key} must be one non-empty line")
+        raise CredentialError("InvalidSecret", f"{ref.ref.describe()} key {ref.key} must be one non-empty line",
+                              ref.field)
     return text
 
 
@@ -70,7 +74,7 @@ def _authorization(auth: BasicAuth | BearerAuth, read: Reader) -> bytes:
     user = _text(auth.username, read(auth.username))
     if ":" in user:
         raise CredentialError("InvalidSecret", f"{auth.username.ref.describe()} key {auth.username.key}: a basic "
-                              "auth user name cannot contain ':'")
+                              "auth user name cannot contain ':'", auth.username.field)
     password = _text(auth.password, read(auth.password))
     return b"Basic " + base64.b64encode(f"{user}:{password}".encode())
 
@@ -81,7 +85,8 @@ def _certificates(ref: KeyRef, pem: bytes) -> list[x509.Certificate]:
     except ValueError:
         certs = []
     if not certs:
-        raise CredentialError("InvalidCertificate", f"{ref.ref.describe()} key {ref.key} holds no PEM certificate")
+        raise CredentialError("InvalidCertificate", f"{ref.ref.describe()} key {ref.key} holds no PEM certificate",
+                              ref.field)
     return certs
 
 
@@ -92,13 +97,15 @@ def _client(cert_ref: KeyRef, key_ref: KeyRef, read: Reader) -> bytes:
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except TypeError:
-        raise CredentialError("InvalidCertificate", f"{where}: encrypted private keys are not supported") from None
+        raise CredentialError("InvalidCertificate", f"{where}: encrypted private keys are not supported",
+                              key_ref.field) from None
     except (ValueError, UnsupportedAlgorithm):
-        raise CredentialError("InvalidCertificate", f"{where} holds no PEM private key") from None
+        raise CredentialError("InvalidCertificate", f"{where} holds no PEM private key", key_ref.field) from None
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     if (key.public_key().public_bytes(serialization.Encoding.DER, spki)
             != leaf.public_key().public_bytes(serialization.Encoding.DER, spki)):
-        raise CredentialError("InvalidCertificate", f"{where} does not match the certificate in {cert_ref.key}")
+        raise CredentialError("InvalidCertificate", f"{where} does not match the certificate in {cert_ref.key}",
+                              key_ref.field)
     return cert_pem.rstrip(b"\n") + b"\n" + key_pem
 
 
