@@ -238,7 +238,7 @@ def test_no_secret_value_anywhere(kube: Client, operator: Operator, cluster: Clu
     assert len(SECRETS_USED) >= 8, "run with the tests above"
     kube.create(monitor(GRANTED, "sweep", "http://127.0.0.1:9/", BASIC))  # one more status and rule to read
     wait_monitor(kube, GRANTED, "sweep", lambda m: bool(m.get("status")), "status of the sweep monitor")
-    wait_for(lambda: get(kube, PrometheusRule, "sweep", GRANTED) is not None, timeout=10, what="its rule")
+    wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("sweep"), GRANTED) is not None, timeout=10, what="its rule")
     places: dict[str, str] = {"/metrics": operator.metrics_text(), "operator log": Path(operator.log_path).read_text()}
     for ns in (GRANTED, READER, DENIED):
         places[f"events in {ns}"] = json.dumps([e.to_dict() for e in kube.list(Event, namespace=ns)])
