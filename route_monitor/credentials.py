@@ -22,8 +22,11 @@ from cryptography.hazmat.primitives import serialization
 
 from route_monitor.requestspec import BasicAuth, BearerAuth, KeyRef, RequestOptions
 
-REASONS = ("SecretNotFound", "ConfigMapNotFound", "Forbidden", "InvalidCertificate", "InvalidSecret")
-"""``TargetResolved`` reasons for a monitor whose references cannot be used."""
+REASONS = ("SecretNotFound", "ConfigMapNotFound", "Forbidden", "InvalidCertificate", "InvalidSecret",
+           "InvalidReference", "Pending")
+"""``TargetResolved`` reasons for a monitor whose references cannot be used (``Pending``: the
+operator has not read a referenced object yet; ``InvalidReference``: a ``dir`` reference in a
+cluster or a ``name`` reference in standalone)."""
 
 
 class CredentialError(Exception):
