@@ -9,7 +9,8 @@ per namespace, exactly what the README tells a user to grant:
 - ``denied``: nothing: references are reported ``Forbidden``.
 
 Covers: basic auth from a Secret, a rotation of that Secret picked up without a restart, the
-Secret deleted (``SecretNotFound``, a Warning event, probing stops) and created again; mutual
+Secret deleted (``SecretNotFound``, a Warning event, probing stops) and created again, its watch
+stopped when no monitor references it any more; mutual
 TLS with a private CA from a ConfigMap, a ``kubernetes.io/tls`` Secret and ``serverName``;
 bearer auth through the opt-in ClusterRole; ``InvalidCertificate``; a URL with user info
 refused pointing to ``spec.probe.auth``. Last, a sweep of ``/metrics``, the operator's log,
@@ -171,6 +172,10 @@ def test_basic_auth_from_a_secret_rotation_and_deletion(kube: Client, operator: 
     # created again: resolved again
     kube.create(secret(GRANTED, "basic-creds", {"username": "probe", "password": second}))
     wait_monitor(kube, GRANTED, "basic", ready, "Ready again once the Secret is back", timeout=30)
+    # no monitor references it any more: its watch stops
+    kube.delete(RouteMonitor, "basic", namespace=GRANTED)
+    wait_for(lambda: f"stopped watching secret {GRANTED}/basic-creds" in operator.log(400), timeout=10,
+             what="the Secret's watch to stop")
 
 
 def test_mutual_tls_with_private_ca_configmap_client_cert_secret_and_server_name(
