@@ -10,10 +10,11 @@ Every problem names the file, the object and the field; one bad object never hid
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from route_monitor import manifests
+from route_monitor import filecreds, manifests, urls
+from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_route, resolve_service, resolve_url
 from route_monitor.spec import MonitorSpec, Target
@@ -34,6 +35,8 @@ class Plan:
     problems: list[ManifestError] = field(default_factory=list)
     failed: set[Key] = field(default_factory=set)
     """Monitors named in the files that have an error (a reload keeps their last good spec)."""
+    files: list[Path] = field(default_factory=list)
+    """Credential files the monitors read (``route_monitor.filecreds``): a change reloads."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,10 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
         ref, sep, url = item.partition("=")
         namespace, slash, name = ref.partition("/")
         if not (sep and slash and namespace and name and url.startswith(("http://", "https://"))):
-            raise ValueError(f"--service-url {item!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+        problem = urls.url_problem(url)
+        if problem is not None:
+            raise ValueError(f"--service-url {urls.redact(item)!r}: {problem}")
         out[(namespace, name)] = url
     return out
 
@@ -93,6 +99,14 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
         except TargetError as e:
             ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
             out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))
+            out.failed.add(spec.key)
+            continue
+        out.files.extend(filecreds.files_of(spec, source))
+        try:
+            target = replace(target, credentials=filecreds.read_files(spec, source))
+        except CredentialError as e:
+            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
+            out.problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
             out.failed.add(spec.key)
             continue
         out.monitors[spec.key] = Planned(spec, target, source)

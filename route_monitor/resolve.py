@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from route_monitor import urls
+from route_monitor.credentials import Credentials
 from route_monitor.probe.safety import forbidden_host
 from route_monitor.spec import Target
 
@@ -25,6 +27,9 @@ class ResolvedTarget:
     """``route``, ``service`` or ``url``."""
     name: str
     """The Route's or Service's name; empty for URL targets."""
+    credentials: Credentials | None = None
+    """What ``spec.probe`` references (auth, CA, client certificate), once read; a rotation
+    changes the target, so the probe engine picks it up like a URL change."""
 
 
 class TargetError(Exception):
@@ -36,7 +41,11 @@ class TargetError(Exception):
 
 
 def check_url_safe(url: str) -> None:
-    """Raise ``TargetError("Forbidden")`` for link-local and metadata hosts; loopback is allowed."""
+    """Raise ``TargetError("Forbidden")`` for link-local and metadata hosts (loopback is
+    allowed), ``TargetError("InvalidURL")`` for user info in the URL or a port outside 1-65535."""
+    problem = urls.url_problem(url)
+    if problem is not None:
+        raise TargetError("InvalidURL", f"{urls.redact(url)}: {problem}")
     try:
         host = urlsplit(url).hostname or ""
     except ValueError as e:
@@ -115,7 +124,7 @@ def resolve_url(target: Target, path: str | None, *, allow_url_targets: bool = T
                           "--allow-url-targets to probe them)")
     parts = urlsplit(target.url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetError("InvalidURL", f"{target.url!r} is not an absolute http:// or https:// URL")
+        raise TargetError("InvalidURL", f"{urls.redact(target.url)!r} is not an absolute http:// or https:// URL")
     url = _with_path(target.url, path)
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="url", name="")

@@ -21,6 +21,8 @@ from alert_rules.model import (
     parse_duration_ms,
     parse_percent,
 )
+from route_monitor import urls
+from route_monitor.requestspec import RequestOptions, parse_request
 
 TargetKind = Literal["route", "service", "url"]
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
@@ -56,6 +58,8 @@ class ProbeSettings:
     insecure_skip_verify: bool = False
     max_redirects: int = DEFAULT_MAX_REDIRECTS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    request: RequestOptions = field(default_factory=RequestOptions)
+    """Headers, auth and TLS references (Contract 8, ``route_monitor.requestspec``)."""
 
     def status_ok(self, status: int) -> bool:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
@@ -135,7 +139,11 @@ def parse_target(value: object, field: str = "spec.target") -> Target:
     if kind == "url":
         url = t["url"]
         if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
-            raise InvalidSpec(f"{field}.url", url, "expected an absolute http:// or https:// URL")
+            raise InvalidSpec(f"{field}.url", urls.redact(url) if isinstance(url, str) else url,
+                              "expected an absolute http:// or https:// URL")
+        problem = urls.url_problem(url)
+        if problem is not None:
+            raise InvalidSpec(f"{field}.url", urls.redact(url), problem)
         return Target(kind="url", url=url)
     ref = _map(t[kind], f"{field}.{kind}")
     name = ref.get("name")
@@ -148,6 +156,9 @@ def parse_target(value: object, field: str = "spec.target") -> Target:
     scheme = ref.get("scheme", "")
     if scheme not in ("", "http", "https"):
         raise InvalidSpec(f"{field}.service.scheme", scheme, "expected http or https")
+    numeric = isinstance(port, int) or (isinstance(port, str) and port.isdigit())
+    if numeric and not 1 <= int(port) <= 65535:
+        raise InvalidSpec(f"{field}.service.port", port, "expected a port name or a number from 1 to 65535")
     return Target(kind="service", name=name, port=str(port) if port != "" else "", scheme=scheme)
 
 
@@ -182,6 +193,7 @@ def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
         expected_status=parse_status_ranges(p.get("expectedStatus", ["200-399"]), f"{field}.expectedStatus"),
         body_regex=None if body_regex is None else str(body_regex),
         insecure_skip_verify=_bool(tls.get("insecureSkipVerify"), f"{field}.tls.insecureSkipVerify", False),
+        request=parse_request(p, field),
     )
 
 

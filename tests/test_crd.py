@@ -42,6 +42,15 @@ GOOD: dict[str, Any] = {
 }
 
 
+REQUEST_SETTINGS: dict[str, Any] = {
+    "headers": {"X-Probe": "route-monitor"},
+    "auth": {"basic": {"secretRef": {"name": "creds", "usernameKey": "user", "passwordKey": "pass"}}},
+    "tls": {"insecureSkipVerify": False, "serverName": "checkout.internal",
+            "caRef": {"configMap": {"name": "company-ca", "key": "ca.crt"}},
+            "clientCertRef": {"secret": {"name": "probe-client"}}},
+}
+
+
 def with_spec(**changes: Any) -> dict[str, Any]:
     """GOOD with dotted spec paths replaced (a value of None deletes the key)."""
     obj = copy.deepcopy(GOOD)
@@ -98,10 +107,12 @@ def test_printer_columns_short_name_and_status_subresource() -> None:
     pytest.param(with_spec(target={"url": "https://checkout.example.com"}), id="url"),
     pytest.param(with_spec(probe=None, path=None, alerting=None, slo={"availability": "99.95"}), id="minimal"),
     pytest.param(with_spec(slo__availability="0.5"), id="availability-below-one"),
+    pytest.param(with_spec(probe=REQUEST_SETTINGS), id="headers-auth-tls-references"),
 ])
 def test_schema_accepts(cluster: Cluster, crd_ns: str, obj: dict[str, Any]) -> None:
     r = create(cluster, obj)
     assert r.status_code == 201, r.text
+    assert r.json()["spec"] == obj["spec"], "the apiserver pruned fields the schema does not declare"
 
 
 @pytest.mark.cluster
@@ -121,6 +132,13 @@ def test_schema_accepts(cluster: Cluster, crd_ns: str, obj: dict[str, Any]) -> N
     pytest.param(with_spec(path="healthz"), "spec.path", id="relative-path"),
     pytest.param(with_spec(target={"url": "checkout.example.com"}), "spec.target.url", id="url-without-scheme"),
     pytest.param(with_spec(slo__latency={"threshold": "500ms"}), "spec.slo.latency.objective", id="latency-half"),
+    pytest.param(with_spec(probe__auth={"basic": {"secretRef": {"name": "a"}}, "bearer": {"secretRef": {"name": "b"}}}),
+                 "spec.probe.auth", id="two-auths"),
+    pytest.param(with_spec(probe__auth={"bearer": {"secretRef": {"key": "token"}}}), "spec.probe.auth.bearer.secretRef.name",
+                 id="secret-ref-without-name"),
+    pytest.param(with_spec(probe__tls={"caRef": {"configMap": {"name": "a"}, "secret": {"name": "b"}}}),
+                 "spec.probe.tls.caRef", id="ca-from-two-places"),
+    pytest.param(with_spec(probe__headers={"X-Count": 3}), "spec.probe.headers", id="header-not-a-string"),
 ])
 def test_schema_rejects(cluster: Cluster, crd_ns: str, obj: dict[str, Any], field: str) -> None:
     r = create(cluster, obj)

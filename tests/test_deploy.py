@@ -311,3 +311,14 @@ def test_the_operator_user_may(cluster: Cluster, group: str, resource: str, verb
 @pytest.mark.parametrize(("group", "resource", "verb"), FORBIDDEN)
 def test_the_operator_user_may_not(cluster: Cluster, group: str, resource: str, verb: str) -> None:
     assert not can(cluster, group, resource, verb)
+
+
+def test_secret_access_is_an_opt_in_file_outside_the_default_kustomization() -> None:
+    opt_in = list(yaml.safe_load_all((DEPLOY / "optional" / "secrets-reader.yaml").read_text()))
+    [role] = [d for d in opt_in if d["kind"] == "ClusterRole"]
+    [binding] = [d for d in opt_in if d["kind"] == "ClusterRoleBinding"]
+    assert {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+            for v in rule["verbs"]} == {("", r, v) for r in ("secrets", "configmaps") for v in ("get", "watch")}
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == load("clusterrolebinding.yaml")["subjects"]
+    assert not any("optional" in str(r) for r in load("kustomization.yaml")["resources"])

@@ -13,12 +13,14 @@ import sys
 from typing import TextIO
 
 from alert_rules import explain
+from route_monitor import filecreds
 from route_monitor.commands.rules import load, report
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     loaded = load(args.paths)
+    loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
     for spec in loaded.monitors:
         target = spec.target.url or f"{spec.target.kind} {spec.target.name}"
         path = f", path {spec.path}" if spec.path else ""

@@ -20,10 +20,12 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from route_monitor.operator import http
+from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.refwatch import ReferenceWatches
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.probe.engine import ProbeEngine, settle_heap
@@ -60,6 +62,14 @@ async def serve(settings: OperatorSettings) -> int:
     membership = None if settings.member is None else Membership(
         kube=kube, metrics=operator_metrics, on_change=supervisor.membership_changed,
         settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace))
+    enqueue = supervisor.enqueue
+
+    def references_changed(keys: set[tuple[str, str]]) -> None:
+        for key in keys:
+            enqueue(key)
+
+    references = ReferenceWatches(client, on_change=references_changed)
+    supervisor.reconciler.credentials = OperatorCredentials(references)
     ready = asyncio.Event()
     runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set,
                              render=probe_metrics.exposition)
@@ -73,6 +83,7 @@ async def serve(settings: OperatorSettings) -> int:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         tasks.clear()
+        await references.close()
         await engine.close()
 
     log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d, %s",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -31,6 +31,8 @@ from route_monitor.spec import MonitorSpec
 class Loaded:
     monitors: list[MonitorSpec]
     problems: list[manifests.ManifestError]
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    """monitor key -> the manifest it came from"""
 
     @property
     def failed(self) -> bool:
@@ -42,7 +44,7 @@ def load(paths: Sequence[str]) -> Loaded:
     docs, problems = manifests.load(paths)
     coll = manifests.collect(docs)
     problems = [*problems, *coll.problems, *manifests.finding_problems(docs, coll)]
-    return Loaded(coll.monitors, problems)
+    return Loaded(coll.monitors, problems, coll.sources)
 
 
 def report(problems: Sequence[manifests.ManifestError], err: TextIO) -> None:

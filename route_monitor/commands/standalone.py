@@ -65,6 +65,8 @@ class Standalone:
         self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions())
         self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition)
         self.current: dict[Key, Planned] = {}
+        self.watched: list[Path] = []
+        """Credential files read by the monitors: rotating one reloads like editing a manifest."""
         self.poll = poll
 
     def apply(self, new: Plan) -> tuple[int, int, int]:
@@ -84,6 +86,7 @@ class Standalone:
         for key in (*added, *changed):
             self.engine.set_monitor(wanted[key].spec, wanted[key].target)
         self.current = wanted
+        self.watched = new.files
         return len(added), len(changed), len(removed)
 
     async def write_rules(self) -> None:
@@ -132,14 +135,14 @@ class Standalone:
         return 0
 
     async def _watch(self, stop: asyncio.Event) -> None:
-        seen = fingerprint(self.paths)
+        seen = fingerprint([*self.paths, *self.watched])
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), timeout=self.poll)
                 return
             except TimeoutError:
                 pass
-            now = fingerprint(self.paths)
+            now = fingerprint([*self.paths, *self.watched])
             if now == seen:
                 continue
             seen = now

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor.operator import ownership, plan, status
+from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.kube import KubeWriter, status_code
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rulesync import RulesOutcome, RuleSync
@@ -76,6 +77,8 @@ class Reconciler:
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
         self._monitor_warned: dict[Key, tuple[str, str]] = {}
         self._status_bucket = TokenBucket(settings.status_writes_per_second)
+        self.credentials: OperatorCredentials | None = None
+        """Contract 8: reads and watches what monitors reference (None: nothing is referenced)."""
 
     async def reconcile(self, key: Key) -> None:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
@@ -126,6 +129,8 @@ class Reconciler:
     def _forget(self, key: Key) -> None:
         self.engine.remove_monitor(key)
         self.rules.forget(key)
+        if self.credentials is not None:
+            self.credentials.forget(key)
         for cache in (self.results, self._written, self._written_at, self._monitor_warned):
             cache.pop(key, None)
         self.metrics.set_state(key, None)
@@ -140,6 +145,8 @@ class Reconciler:
             spec = parse_routemonitor(body)
         except InvalidSpec as e:
             self.engine.remove_monitor(key)
+            if self.credentials is not None:
+                self.credentials.forget(key)
             self.metrics.set_state(key, "invalid")
             obs = status.Observed(generation=generation, invalid=str(e))
             await self._write_status(key, body, obs)
@@ -147,6 +154,8 @@ class Reconciler:
             return
         target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
                                      cluster_domain=self.settings.cluster_domain)
+        if self.credentials is not None:
+            target = await self.credentials.attach(spec, target)
         if isinstance(target, ResolvedTarget):
             self.engine.set_monitor(spec, target)
         else:

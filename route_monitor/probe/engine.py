@@ -109,7 +109,7 @@ class ProbeEngine:
         series = self.metrics.add(key, TargetInfo(target.url, target.kind, target.name),
                                   latency.threshold_seconds if latency else None)
         interval = spec.probe.interval_ms / 1000
-        worker = _Worker(spec, target, ProbeRequest.build(key, target.url, spec.probe), series,
+        worker = _Worker(spec, target, self.prober.request(key, target.url, spec.probe, target.credentials), series,
                          Schedule.for_monitor(key, interval, jitter=default_jitter(interval, self._rng,
                                                                                     self._max_jitter)))
         self._workers[key] = worker

@@ -11,23 +11,31 @@ Choices a user can rely on:
   0 the 3xx response itself is judged against ``expectedStatus``;
 - the body is read up to ``max_body_bytes`` (the rest is not downloaded, and is no failure);
   ``bodyRegex`` is searched in what was read, decoded as UTF-8 (invalid bytes replaced);
-- the duration is the whole probe, redirects included; it is observed for successes only.
+- the duration is the whole probe, redirects included; it is observed for successes only;
+- ``spec.probe.headers`` go with every hop; the ``Authorization`` header (``spec.probe.auth``)
+  and ``tls.serverName`` (as ``Host``, SNI and the verified name) only to the first URL's
+  origin (scheme, host and port), never to a host a redirect points to; user info in a
+  ``Location`` is never used and never shown (``urls.redact``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
+import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit
 
-from route_monitor import __version__
+from route_monitor import __version__, urls
+from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
 from route_monitor.probe.connect import Progress, Stream, open_stream
-from route_monitor.probe.reasons import ProbeFailure, classify
+from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.sslcache import SSLContextCache
 from route_monitor.probe.tls import TLSContexts, not_after
 from route_monitor.spec import ProbeSettings
 
@@ -51,13 +59,16 @@ class Endpoint:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise ProbeFailure(FailureReason.OTHER, f"not an absolute http(s) URL: {url[:200]}")
+            raise ProbeFailure(FailureReason.OTHER, f"not an absolute http(s) URL: {urls.redact(url)[:200]}")
         target = quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""), safe=_TARGET_SAFE)
         return cls(scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme], target.encode("ascii"))
 
     @property
-    def host_header(self) -> bytes:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+    def host_header(self, name: str = "") -> bytes:
+        host = name or (f"[{self.host}]" if ":" in self.host else self.host)
         default = self.port == _DEFAULT_PORTS[self.scheme]
         text = host if default else f"{host}:{self.port}"
         return text.encode("ascii") if text.isascii() else text.encode("idna")
@@ -70,24 +81,57 @@ class ProbeRequest:
     settings: ProbeSettings
     endpoint: Endpoint
     body_regex: re.Pattern[str] | None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    """``spec.probe.headers``: sent with every hop."""
+    authorization: bytes = field(default=b"", repr=False)
+    """Sent to the first URL's origin only."""
+    server_name: str = ""
+    """SNI, verified name and ``Host`` for the first URL's origin (empty: the URL's host)."""
+    ssl_context: ssl.SSLContext | None = None
+    """A monitor's own context (its CA, client certificate); None: the prober's shared ones."""
+    client_cert: bool = False
+    """A client certificate is configured (for the detail of a refused handshake)."""
+    setup_error: str = ""
+    """Why this monitor's SSL context could not be built (every probe fails with it)."""
 
     @classmethod
-    def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings) -> ProbeRequest:
+    def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings, *,
+              credentials: Credentials | None = None, ssl_context: ssl.SSLContext | None = None) -> ProbeRequest:
         try:
             endpoint = Endpoint.parse(url)
         except ProbeFailure:
             endpoint = Endpoint("http", "", 0, b"/")  # probed as a failure with reason "other"
         regex = re.compile(settings.body_regex) if settings.body_regex is not None else None
-        return cls(key, url, settings, endpoint, regex)
+        headers = tuple((k.encode("ascii"), v.encode("utf-8")) for k, v in settings.request.headers)
+        return cls(key, url, settings, endpoint, regex, headers,
+                   credentials.authorization if credentials is not None else b"",
+                   settings.request.server_name, ssl_context,
+                   credentials is not None and bool(credentials.client_pem))
 
 
 class Prober:
     def __init__(self, *, tls: TLSContexts | None = None, wall: Callable[[], float] = time.time,
-                 clock: Callable[[], float] = time.perf_counter, cert_read_timeout: float = 2.0) -> None:
+                 clock: Callable[[], float] = time.perf_counter, cert_read_timeout: float = 2.0,
+                 contexts: SSLContextCache | None = None) -> None:
         self.tls = tls if tls is not None else TLSContexts()
+        self.contexts = contexts if contexts is not None else SSLContextCache()
         self._wall = wall
         self._clock = clock
         self._cert_read_timeout = cert_read_timeout
+
+    def request(self, key: tuple[str, str], url: str, settings: ProbeSettings,
+                credentials: Credentials | None = None) -> ProbeRequest:
+        """The probe request of one monitor, with its shared SSL context when it has its own CA
+        or client certificate (built here, once per combination, not per probe)."""
+        ctx, problem = None, ""
+        if credentials is not None and (credentials.ca_pem or credentials.client_pem):
+            try:
+                ctx = self.contexts.context(ca_pem=credentials.ca_pem, client_pem=credentials.client_pem,
+                                            verify=not settings.insecure_skip_verify)
+            except (ssl.SSLError, ValueError) as e:
+                problem = f"the CA or client certificate cannot be loaded: {getattr(e, 'reason', None) or e}"
+        req = ProbeRequest.build(key, url, settings, credentials=credentials, ssl_context=ctx)
+        return dataclasses.replace(req, setup_error=problem) if problem else req
 
     async def probe(self, req: ProbeRequest) -> ProbeResult:
         started_wall = self._wall()
@@ -100,11 +144,15 @@ class Prober:
         except Exception as exc:  # CancelledError is a BaseException: it propagates
             duration = self._clock() - t0
             reason, detail = classify(exc, progress.phase)
+            if reason is FailureReason.TLS_ERROR and not req.client_cert and "client certificate" in detail:
+                detail += " (none is configured: spec.probe.tls.clientCertRef)"
             if reason is FailureReason.CERTIFICATE_INVALID and progress.cert_not_after is None:
                 # what is left of the deadline (at least a short handshake's worth), so a broken
                 # certificate does not make the probe overrun its interval
                 budget = min(self._cert_read_timeout, max(0.25, req.settings.timeout_ms / 1000 - duration))
-                progress.cert_not_after = await self._read_cert(progress.last_endpoint, budget)
+                last = progress.last_endpoint
+                sni = req.server_name if last is not None and last.origin == req.endpoint.origin else ""
+                progress.cert_not_after = await self._read_cert(progress.last_endpoint, budget, sni)
             return ProbeResult(req.key, req.url, started_wall, False, reason, duration,
                                status[-1] if status else None, detail, progress.cert_not_after)
         duration = self._clock() - t0
@@ -113,18 +161,32 @@ class Prober:
 
     async def _exchange(self, req: ProbeRequest, progress: Progress, status: list[int]) -> None:
         s = req.settings
+        if req.setup_error:
+            raise ProbeFailure(FailureReason.TLS_ERROR, req.setup_error)
         endpoint = req.endpoint if req.endpoint.host else Endpoint.parse(req.url)
         url = req.url
         method = s.method.encode()
         hops = 0
+        origin = endpoint.origin
         while True:
             progress.last_endpoint = endpoint
-            tls = self.tls.for_probe(s.insecure_skip_verify) if endpoint.scheme == "https" else None
-            stream = await open_stream(endpoint.host, endpoint.port, progress, tls=tls)
+            tls = None
+            if endpoint.scheme == "https":
+                tls = req.ssl_context or self.tls.for_probe(s.insecure_skip_verify)
+            first = endpoint.origin == origin
+            sni = req.server_name if first and req.server_name else None
+            stream = await open_stream(endpoint.host, endpoint.port, progress, tls=tls, server_hostname=sni)
             try:
                 if tls is not None and progress.cert_not_after is None:
                     progress.cert_not_after = not_after(stream.get_extra_info("ssl_object"))
-                location = await self._request(stream, endpoint, method, req, status)
+                answered = len(status)
+                try:
+                    location = await self._request(stream, endpoint, method, req, status, first)
+                except Exception as e:
+                    lost_alert = closed_after_handshake(e) if tls is not None and len(status) == answered else None
+                    if lost_alert is None:
+                        raise
+                    raise ProbeFailure(FailureReason.TLS_ERROR, lost_alert) from e
             finally:
                 stream.abort()
             if location is None:
@@ -132,18 +194,23 @@ class Prober:
             hops += 1
             if hops > s.max_redirects:
                 raise ProbeFailure(FailureReason.TOO_MANY_REDIRECTS,
-                                   f"more than {s.max_redirects} redirects (last to {location[:200]})")
+                                   f"more than {s.max_redirects} redirects (last to {urls.redact(location)[:200]})")
             url = urljoin(url, location)
             endpoint = Endpoint.parse(url)
             if status[-1] == 303 and method != b"HEAD":
                 method = b"GET"
 
     async def _request(self, stream: Stream, ep: Endpoint, method: bytes, req: ProbeRequest,
-                       status: list[int]) -> str | None:
-        """One exchange on ``stream``; the Location to follow, or None when this was the last hop."""
+                       status: list[int], first: bool) -> str | None:
+        """One exchange on ``stream``; the Location to follow, or None when this was the last hop.
+        ``first``: ``ep`` is the first URL's origin (credentials and serverName apply)."""
         s = req.settings
-        headers = [(b"Host", ep.host_header), (b"User-Agent", USER_AGENT), (b"Accept", b"*/*"),
-                   (b"Connection", b"close")]
+        own = {k.lower() for k, _ in req.headers}
+        headers = [(b"Host", ep.host_header(req.server_name if first else "")), (b"Connection", b"close"),
+                   *((k, v) for k, v in ((b"User-Agent", USER_AGENT), (b"Accept", b"*/*")) if k.lower() not in own),
+                   *req.headers]
+        if first and req.authorization:
+            headers.append((b"Authorization", req.authorization))
         if method == b"POST":
             headers.append((b"Content-Length", b"0"))
         follow = s.max_redirects > 0
@@ -159,13 +226,14 @@ class Prober:
                                f"match /{req.body_regex.pattern[:100]}/")
         return None
 
-    async def _read_cert(self, endpoint: Endpoint | None, budget: float) -> float | None:
+    async def _read_cert(self, endpoint: Endpoint | None, budget: float, sni: str = "") -> float | None:
         """notAfter of a certificate that failed verification: one non-verifying handshake."""
         if endpoint is None:
             return None
         try:
             async with asyncio.timeout(budget):
-                stream = await open_stream(endpoint.host, endpoint.port, Progress(), tls=self.tls.no_verify)
+                stream = await open_stream(endpoint.host, endpoint.port, Progress(), tls=self.tls.no_verify,
+                                           server_hostname=sni or None)
         except Exception:
             return None
         try:

@@ -6,6 +6,9 @@ probe's *phase* (where it was when it failed) decides between otherwise ambiguou
 a deadline hit while connecting is ``connection_timeout``, after connecting it is ``timeout``.
 Anything unexpected is ``other``; the label set stays closed whatever happens.
 
+A TLS alert from the server about the client's certificate (none sent, unknown CA, expired) is
+``tls_error`` with a detail saying the server refused the client certificate.
+
 Failures that are decided rather than raised (status, body, redirects, forbidden address) are
 raised as :class:`ProbeFailure`, which carries its reason.
 
@@ -44,11 +47,34 @@ class ProbeFailure(Exception):
 
 
 _CONNECT_TIMEOUT_ERRNOS = {errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+_CLIENT_CERT_ALERTS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+    "SSLV3_ALERT_CERTIFICATE_EXPIRED", "SSLV3_ALERT_CERTIFICATE_REVOKED", "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
+    "TLSV1_ALERT_UNKNOWN_CA", "TLSV1_ALERT_ACCESS_DENIED",
+}
+"""Alerts a server sends about the *client's* certificate (missing, unknown CA, expired...).
+In TLS 1.3 the server checks it after the client's side of the handshake is done, so the
+alert arrives on the first read of the response: these are TLS errors whatever the phase."""
 
 
 def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def closed_after_handshake(exc: BaseException) -> str | None:
+    """A TLS connection that ended without any response right after its handshake: what a
+    TLS 1.3 server that refuses the client certificate looks like when its alert is lost
+    (it closes with the request unread, so the client's kernel gets a reset). The detail
+    for it, or None for any other error."""
+    if isinstance(exc, ConnectionResetError | ssl.SSLEOFError):
+        how = "connection reset"
+    elif isinstance(exc, h11.RemoteProtocolError) and str(exc).startswith("server closed the connection without"):
+        how = "connection closed"
+    else:
+        return None
+    return f"{how} right after the TLS handshake, before any response: most likely the server refused the client " \
+           "certificate"
 
 
 def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
@@ -66,6 +92,8 @@ def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
         return R.DNS_ERROR, f"cannot resolve host: {_describe(exc)}"
     if isinstance(exc, ssl.SSLCertVerificationError):
         return R.CERTIFICATE_INVALID, f"certificate invalid: {exc.verify_message or _describe(exc)}"
+    if isinstance(exc, ssl.SSLError) and exc.reason in _CLIENT_CERT_ALERTS:
+        return R.TLS_ERROR, f"the server refused the client certificate ({exc.reason.lower()})"
     if isinstance(exc, ConnectionRefusedError):
         return R.CONNECTION_REFUSED, "connection refused"
     if phase is Phase.TLS and isinstance(exc, (ssl.SSLError, OSError, EOFError)):

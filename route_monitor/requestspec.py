@@ -1,0 +1,174 @@
+"""Contract 8: what a probe request carries besides the URL, parsed from ``spec.probe``.
+
+``headers`` are plain values (anyone who can read the RouteMonitor reads them); credentials
+and TLS material are *references*, never values:
+
+- ``auth.basic.secretRef {name, usernameKey, passwordKey}`` or ``auth.bearer.secretRef {name, key}``
+  (at most one);
+- ``tls.serverName``: the name sent as SNI, checked against the certificate and sent as ``Host``;
+- ``tls.caRef {configMap|secret: {name, key}}``: a PEM CA bundle added to the system store;
+- ``tls.clientCertRef {secret: {name}}``: a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key``).
+
+In the operator a reference names an object in the monitor's own namespace (``name``). In
+``standalone`` it names a folder instead (``dir``, relative to the manifest's file), holding
+one file per key, which is how Kubernetes mounts a Secret or a ConfigMap. The dataclasses here
+hold names and keys only, so their ``repr`` can never show a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from alert_rules.model import InvalidSpec
+
+RefKind = Literal["secret", "configMap"]
+TLS_CERT_KEY, TLS_KEY_KEY = "tls.crt", "tls.key"
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+RESERVED_HEADERS = {
+    "authorization": "set spec.probe.auth instead (credentials come from a Secret, never from the spec)",
+    "host": "set spec.probe.tls.serverName instead (it sets the Host header, SNI and the verified name)",
+    **{h: "the prober sets it" for h in ("connection", "content-length", "transfer-encoding", "te", "upgrade",
+                                         "keep-alive", "proxy-authorization", "proxy-connection", "trailer")},
+}
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    kind: RefKind
+    name: str = ""
+    """Operator: a Secret or ConfigMap in the monitor's namespace."""
+    dir: str = ""
+    """Standalone: a folder with one file per key (relative to the manifest's file)."""
+
+    def describe(self) -> str:
+        what = "Secret" if self.kind == "secret" else "ConfigMap"
+        return f"{what} {self.name}" if self.name else f"folder {self.dir}"
+
+
+@dataclass(frozen=True)
+class KeyRef:
+    ref: ObjectRef
+    key: str
+    field: str
+    """Where the reference was written (``spec.probe.auth.basic.secretRef``), for messages."""
+
+
+@dataclass(frozen=True)
+class BasicAuth:
+    username: KeyRef
+    password: KeyRef
+
+
+@dataclass(frozen=True)
+class BearerAuth:
+    token: KeyRef
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    headers: tuple[tuple[str, str], ...] = ()
+    auth: BasicAuth | BearerAuth | None = None
+    server_name: str = ""
+    ca: KeyRef | None = None
+    client_cert: tuple[KeyRef, KeyRef] | None = None
+    """(``tls.crt``, ``tls.key``) of one Secret."""
+
+    def references(self) -> tuple[KeyRef, ...]:
+        """Every key this monitor reads, in a stable order."""
+        auth: tuple[KeyRef, ...] = ((self.auth.username, self.auth.password) if isinstance(self.auth, BasicAuth)
+                                    else (self.auth.token,) if self.auth is not None else ())
+        return (*auth, *((self.ca,) if self.ca else ()), *(self.client_cert or ()))
+
+
+def _map(value: object, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidSpec(field, value, "expected a mapping")
+    return value
+
+
+def _object_ref(value: object, field: str, kind: RefKind) -> ObjectRef:
+    m = _map(value, field)
+    name, folder = m.get("name"), m.get("dir")
+    if (name is None) == (folder is None):
+        raise InvalidSpec(field, dict(m), "expected name (an object in the monitor's namespace; "
+                          "standalone: dir, a folder with one file per key)")
+    if name is not None and (not isinstance(name, str) or not _DNS_NAME.match(name) or len(name) > 253):
+        raise InvalidSpec(f"{field}.name", name, "expected the name of a Secret or ConfigMap in the same namespace")
+    if folder is not None and (not isinstance(folder, str) or not folder):
+        raise InvalidSpec(f"{field}.dir", folder, "expected a folder path")
+    return ObjectRef(kind, name or "", folder or "")
+
+
+def _key(m: Mapping[str, Any], name: str, default: str, field: str) -> str:
+    key = m.get(name, default)
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise InvalidSpec(f"{field}.{name}", key, "expected a key: letters, digits, '-', '_' or '.'")
+    return key
+
+
+def _auth(value: object, field: str) -> BasicAuth | BearerAuth | None:
+    a = _map(value, field)
+    present = [k for k in ("basic", "bearer") if a.get(k) is not None]
+    if len(present) > 1:
+        raise InvalidSpec(field, sorted(a), "at most one of basic or bearer")
+    if not present:
+        return None
+    kind = present[0]
+    ref_field = f"{field}.{kind}.secretRef"
+    ref_map = _map(_map(a[kind], f"{field}.{kind}").get("secretRef"), ref_field)
+    ref = _object_ref(ref_map, ref_field, "secret")
+    if kind == "bearer":
+        return BearerAuth(KeyRef(ref, _key(ref_map, "key", "token", ref_field), ref_field))
+    return BasicAuth(KeyRef(ref, _key(ref_map, "usernameKey", "username", ref_field), ref_field),
+                     KeyRef(ref, _key(ref_map, "passwordKey", "password", ref_field), ref_field))
+
+
+def _headers(value: object, field: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for name, v in _map(value, field).items():
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise InvalidSpec(f"{field}", name, "expected a header name (letters, digits and !#$%&'*+.^_`|~-)")
+        why = RESERVED_HEADERS.get(name.lower())
+        if why is not None:
+            raise InvalidSpec(f"{field}.{name}", "(not shown)" if name.lower() == "authorization" else v,
+                              f"{name} cannot be set here: {why}")
+        if not isinstance(v, str) or any(c in v for c in "\r\n\0"):
+            raise InvalidSpec(f"{field}.{name}", v, "expected a string on one line")
+        out.append((name, v))
+    return tuple(sorted(out, key=lambda h: h[0].lower()))
+
+
+def parse_request(probe: Mapping[str, Any], field: str = "spec.probe") -> RequestOptions:
+    """The request options of ``spec.probe`` (headers, auth and the TLS settings beyond
+    ``insecureSkipVerify``)."""
+    tls = _map(probe.get("tls"), f"{field}.tls")
+    server_name = tls.get("serverName", "")
+    if not isinstance(server_name, str) or (server_name and not _DNS_NAME.match(server_name.lower())):
+        raise InvalidSpec(f"{field}.tls.serverName", server_name, "expected a DNS name, e.g. checkout.internal")
+    ca = None
+    if tls.get("caRef") is not None:
+        ca_field = f"{field}.tls.caRef"
+        ca_map = _map(tls["caRef"], ca_field)
+        present = [k for k in ("configMap", "secret") if ca_map.get(k) is not None]
+        if len(present) != 1:
+            raise InvalidSpec(ca_field, dict(ca_map), "expected exactly one of configMap or secret")
+        kind: RefKind = "configMap" if present[0] == "configMap" else "secret"
+        sub = f"{ca_field}.{present[0]}"
+        ca = KeyRef(_object_ref(ca_map[present[0]], sub, kind), _key(_map(ca_map[present[0]], sub), "key", "ca.crt",
+                                                                       sub), sub)
+    client = None
+    if tls.get("clientCertRef") is not None:
+        c_field = f"{field}.tls.clientCertRef.secret"
+        c_map = _map(tls["clientCertRef"], f"{field}.tls.clientCertRef")
+        ref = _object_ref(c_map.get("secret"), c_field, "secret")
+        client = (KeyRef(ref, TLS_CERT_KEY, c_field), KeyRef(ref, TLS_KEY_KEY, c_field))
+    return RequestOptions(headers=_headers(probe.get("headers"), f"{field}.headers"),
+                          auth=_auth(probe.get("auth"), f"{field}.auth"), server_name=server_name.lower(),
+                          ca=ca, client_cert=client)
