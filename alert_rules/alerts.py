@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from alert_rules import durations, names, promql
 from alert_rules.model import MonitorSLO
@@ -48,8 +49,14 @@ def severity_of(window: AlertWindow) -> str:
     return names.SEVERITY_CRITICAL if window.severity == "page" else names.SEVERITY_WARNING
 
 
-def runbook(alert: str) -> str:
-    return f"{names.DEFAULT_RUNBOOK_BASE}#{names.slug(alert)}"
+def runbook(alert: str, base: str = names.DEFAULT_RUNBOOK_BASE) -> str:
+    return f"{base.rstrip('/')}#{names.slug(alert)}"
+
+
+def dashboard(slo: MonitorSLO) -> str:
+    """monitor-detail (``grafana/monitor-detail.json``) opened on this monitor."""
+    query = urlencode({"var-namespace": slo.namespace, "var-monitor": slo.name})
+    return f"{slo.alerting.dashboard_base.rstrip('/')}/d/{names.DASHBOARD_DETAIL_UID}/?{query}"
 
 
 def identity(slo: MonitorSLO) -> dict[str, str]:
@@ -66,7 +73,9 @@ def _labels(slo: MonitorSLO, own: dict[str, str]) -> dict[str, str]:
 
 def _annotations(slo: MonitorSLO, alert: str, summary: str, description: str) -> dict[str, str]:
     out = {names.ANNOTATION_SUMMARY: summary, names.ANNOTATION_DESCRIPTION: description,
-           names.ANNOTATION_RUNBOOK_URL: runbook(alert)}
+           names.ANNOTATION_RUNBOOK_URL: runbook(alert, slo.alerting.runbook_base)}
+    if slo.alerting.dashboard_base:
+        out[names.ANNOTATION_DASHBOARD_URL] = dashboard(slo)
     out.update(slo.alerting.annotations)
     return {k: literal(v) for k, v in out.items()}
 

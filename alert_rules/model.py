@@ -6,10 +6,10 @@ downstream touches dicts. Invalid values raise :class:`InvalidSpec`, which names
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from alert_rules import durations
+from alert_rules import durations, names
 
 DAY_MS = 86_400_000
 DEFAULT_PERIOD_MS = 30 * DAY_MS
@@ -82,6 +82,10 @@ class Alerting:
     """Extra labels added to every generated alert (sorted pairs)."""
     annotations: tuple[tuple[str, str], ...] = ()
     """Extra annotations added to every generated alert (sorted pairs); may override runbook_url."""
+    runbook_base: str = names.DEFAULT_RUNBOOK_BASE
+    """Where the runbooks live: each alert links ``<runbook_base>#<alert name in lower case>``."""
+    dashboard_base: str = ""
+    """A Grafana base URL: each alert gets a ``dashboard_url`` opening monitor-detail on the monitor."""
 
 
 @dataclass(frozen=True)
@@ -93,3 +97,20 @@ class MonitorSLO:
     objective: Objective
     interval_ms: int = 30_000
     alerting: Alerting = field(default_factory=Alerting)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleDefaults:
+    """Installation-wide settings of generated rules (``operator`` and ``rules`` flags)."""
+
+    runbook_base: str = names.DEFAULT_RUNBOOK_BASE
+    """``--runbook-base-url``: where the runbooks live (a monitor's own runbook_url still wins)."""
+    dashboard_base: str = ""
+    """``--dashboard-base-url``: Grafana's base URL; alerts then carry a ``dashboard_url``."""
+    object_labels: tuple[tuple[str, str], ...] = ()
+    """``--rule-label``: labels on every generated PrometheusRule object (e.g. ``release`` for
+    kube-prometheus-stack's rule selector)."""
+
+    def apply(self, slo: MonitorSLO) -> MonitorSLO:
+        alerting = replace(slo.alerting, runbook_base=self.runbook_base, dashboard_base=self.dashboard_base)
+        return replace(slo, alerting=alerting)

@@ -69,6 +69,9 @@ SEVERITY_WARNING: Final = "warning"
 ANNOTATION_SUMMARY: Final = "summary"
 ANNOTATION_DESCRIPTION: Final = "description"
 ANNOTATION_RUNBOOK_URL: Final = "runbook_url"
+ANNOTATION_DASHBOARD_URL: Final = "dashboard_url"
+DASHBOARD_DETAIL_UID: Final = "route-monitor-detail"
+"""uid of grafana/monitor-detail.json (alerts link to it when a Grafana base URL is configured)."""
 
 # --- Contract 1: opt-in annotations on Routes and Services -----------------------------------
 ANNOTATION_PREFIX: Final = "routemonitor.io/"

@@ -64,16 +64,16 @@ def _labels(slo: MonitorSLO) -> dict[str, str]:
     return labels
 
 
-def prometheus_rule_object(slo: MonitorSLO) -> dict[str, Any]:
+def prometheus_rule_object(slo: MonitorSLO, *, extra_labels: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     """The ``monitoring.coreos.com/v1`` PrometheusRule for one monitor (the operator adds the
-    ownerReference to its RouteMonitor)."""
+    ownerReference to its RouteMonitor). ``extra_labels`` go on the object (ours win a clash)."""
     return {
         "apiVersion": PROMETHEUS_RULE_API_VERSION,
         "kind": PROMETHEUS_RULE_KIND,
         "metadata": {
             "name": names.prometheus_rule_name(slo.name),
             "namespace": slo.namespace,
-            "labels": _labels(slo),
+            "labels": {**dict(extra_labels), **_labels(slo)},
         },
         "spec": {"groups": rule_groups(slo)},
     }

@@ -27,7 +27,7 @@ from alert_rules.model import DEFAULT_PERIOD_MS  # noqa: E402
 from alert_rules.windows import alert_windows  # noqa: E402
 
 UID_OVERVIEW = "route-monitor-overview"
-UID_DETAIL = "route-monitor-detail"
+UID_DETAIL = n.DASHBOARD_DETAIL_UID
 UID_OPERATOR = "route-monitor-operator"
 WINDOWS = alert_windows(DEFAULT_PERIOD_MS)
 """The generator's window pairs for the default 30d period (docs/reference.md, Alerts), shown as burn rates."""

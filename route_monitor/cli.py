@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,36 @@ def _address(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
     return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+        raise argparse.ArgumentTypeError(f"{text[:100]!r}: expected KEY=VALUE with a Kubernetes label key and value, "
+                                         "e.g. release=kube-prometheus-stack")
+    return (key, value)
+
+
+def _url(text: str) -> str:
+    if not re.match(r"^https?://[^\s/@]+(/\S*)?$", text):
+        shown = "the URL" if "@" in text else repr(text[:100])  # never echo credentials
+        raise argparse.ArgumentTypeError(f"{shown}: expected an http(s) URL without credentials")
+    return text
+
+
+def _rule_flags(parser: argparse.ArgumentParser) -> None:
+    """Installation-wide settings of generated rules, shared by ``operator`` and ``rules``."""
+    parser.add_argument("--runbook-base-url", type=_url, metavar="URL",
+                        help="where the alerts' runbooks live (default: the project's docs/runbooks.md)")
+    parser.add_argument("--dashboard-base-url", type=_url, metavar="URL",
+                        help="Grafana's base URL: every alert then carries a dashboard_url to monitor-detail")
+    parser.add_argument("--rule-label", type=_label, action="append", default=[], metavar="KEY=VALUE",
+                        help="label every generated PrometheusRule (repeatable), e.g. release=kube-prometheus-stack "
+                             "for kube-prometheus-stack's default rule selector")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
     op.add_argument("--cluster-domain", default="cluster.local",
                     help="cluster DNS domain of Service targets' URLs (default cluster.local)")
+    _rule_flags(op)
     op.add_argument("--member-name", metavar="NAME",
                     help="this replica's name among replicas sharing the monitors through Leases "
                          "(default: $POD_NAME; neither set: one replica, no Lease)")
@@ -58,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("paths", nargs="*", metavar="PATH")
     ru.add_argument("--operator", action="store_true",
                     help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
+    _rule_flags(ru)
     ru.add_argument("--job", default="route-monitor",
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",

@@ -152,3 +152,28 @@ def test_console_script() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "kind: PrometheusRule" in proc.stdout
+
+
+@pytest.mark.prometheus
+def test_installation_wide_rule_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--runbook-base-url, --dashboard-base-url and --rule-label reach every alert and object, and
+    the fixtures written with them still pass promtool."""
+    flags = ("--runbook-base-url", "https://wiki.example/rm/", "--dashboard-base-url", "https://grafana.example",
+             "--rule-label", "release=kube-prometheus-stack")
+    code, out, _ = cli(capsys, "rules", str(EXAMPLES), "--format", "prometheusrule", "--tests", str(tmp_path), *flags)
+    assert code == 0
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    for doc in docs:
+        assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+        assert doc["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "route-monitor"
+        monitor = doc["metadata"]["labels"]["routemonitor.io/monitor"]
+        for rule in (r for g in doc["spec"]["groups"] for r in g["rules"] if "alert" in r):
+            ann = rule["annotations"]
+            own = "https://runbooks.example.com/checkout-api" if monitor == "checkout-api" else None  # the monitor's own wins
+            assert ann["runbook_url"] == (own or "https://wiki.example/rm#" + rule["alert"].lower())
+            assert ann["dashboard_url"] == ("https://grafana.example/d/route-monitor-detail/?var-namespace="
+                                            f"{doc['metadata']['namespace']}&var-monitor={monitor}")
+    for test in sorted(tmp_path.glob("*.test.yml")):
+        result = subprocess.run(["promtool", "test", "rules", test.name], cwd=tmp_path, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr

@@ -33,3 +33,26 @@ def test_member_and_lease_namespace(argv: tuple[str, ...], env: dict[str, str], 
                                     lease_ns: str) -> None:
     s = settings(*argv, **env)
     assert (s.member, s.lease_namespace) == (member, lease_ns)
+
+
+def test_rule_flags_reach_the_generated_rules() -> None:
+    s = settings("--runbook-base-url", "https://wiki.example/rm", "--dashboard-base-url", "https://grafana.example",
+                 "--rule-label", "release=kube-prometheus-stack")
+    assert s.rules.runbook_base == "https://wiki.example/rm"
+    assert s.rules.dashboard_base == "https://grafana.example"
+    assert s.rules.object_labels == (("release", "kube-prometheus-stack"),)
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(("--rule-label", "release"), id="label-without-value"),
+    pytest.param(("--rule-label", "bad key=x"), id="label-key-with-space"),
+    pytest.param(("--runbook-base-url", "ftp://x"), id="not-http"),
+    pytest.param(("--dashboard-base-url", "https://user:pw@grafana"), id="credentials-in-url"),
+])
+def test_bad_rule_flags_are_one_clear_error(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["operator", *argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected" in err
+    assert "pw" not in err, "a credential was echoed"

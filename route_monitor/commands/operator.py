@@ -19,6 +19,7 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
+from route_monitor.commands.rules import rule_defaults
 from route_monitor.operator import http
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
@@ -39,6 +40,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
                             metrics_port=args.metrics_port, health_port=args.health_port,
                             max_concurrency=args.max_concurrency, cluster_domain=args.cluster_domain,
+                            rules=rule_defaults(args),
                             member=args.member_name or env.get("POD_NAME") or None,
                             lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from alert_rules import prometheus_rule_file, prometheus_rule_object, promtool_tests
+from alert_rules.model import RuleDefaults
 from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_rule, operator_rule_groups
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.render import to_yaml, with_header
@@ -52,20 +53,27 @@ def report(problems: Sequence[manifests.ManifestError], err: TextIO) -> None:
         print(p, file=err)
 
 
-def render(monitors: Sequence[MonitorSpec], fmt: str) -> str:
-    slos = [m.slo() for m in monitors]
+def rule_defaults(args: argparse.Namespace) -> RuleDefaults:
+    """``--runbook-base-url``, ``--dashboard-base-url``, ``--rule-label`` (``operator`` and ``rules``)."""
+    return RuleDefaults(runbook_base=args.runbook_base_url or RuleDefaults.runbook_base,
+                        dashboard_base=args.dashboard_base_url or "", object_labels=tuple(args.rule_label))
+
+
+def render(monitors: Sequence[MonitorSpec], fmt: str, defaults: RuleDefaults | None = None) -> str:
+    d = defaults or RuleDefaults()
+    slos = [d.apply(m.slo()) for m in monitors]
     if fmt == "prometheus":
         return prometheus_rule_file(slos)
-    docs = [to_yaml(prometheus_rule_object(s)) for s in slos]
+    docs = [to_yaml(prometheus_rule_object(s, extra_labels=d.object_labels)) for s in slos]
     return with_header("---\n" + "---\n".join(docs)) if docs else with_header("")
 
 
-def write_tests(monitors: Sequence[MonitorSpec], folder: Path) -> list[Path]:
+def write_tests(monitors: Sequence[MonitorSpec], folder: Path, defaults: RuleDefaults | None = None) -> list[Path]:
     """Per monitor: ``<ns>_<name>.rules.yml`` and ``<ns>_<name>.test.yml`` (promtool)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for m in monitors:
-        slo = m.slo()
+        slo = (defaults or RuleDefaults()).apply(m.slo())
         rules = folder / f"{slo.namespace}_{slo.name}.rules.yml"
         tests = folder / f"{slo.namespace}_{slo.name}.test.yml"
         rules.write_text(prometheus_rule_file([slo]), encoding="utf-8")
@@ -76,7 +84,7 @@ def write_tests(monitors: Sequence[MonitorSpec], folder: Path) -> list[Path]:
 
 def run_operator(args: argparse.Namespace, out: TextIO) -> int:
     """``rules --operator``: route-monitor's own alerts, with promtool fixtures under ``--tests``."""
-    settings = OperatorAlerting(job=args.job)
+    settings = OperatorAlerting(job=args.job, runbook_base=args.runbook_base_url or RuleDefaults.runbook_base)
     if args.format == "prometheus":
         text = with_header(to_yaml({"groups": operator_rule_groups(settings)}))
     else:
@@ -112,9 +120,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not loaded.monitors:
         print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route or Service found", file=err)
         return 1
-    text = render(loaded.monitors, args.format)
+    text = render(loaded.monitors, args.format, rule_defaults(args))
     if args.tests:
-        write_tests(loaded.monitors, Path(args.tests))
+        write_tests(loaded.monitors, Path(args.tests), rule_defaults(args))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

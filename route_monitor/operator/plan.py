@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import alert_rules
 from alert_rules import names
-from alert_rules.model import InvalidSpec
+from alert_rules.model import InvalidSpec, RuleDefaults
 from route_monitor import resolve
 from route_monitor.annotations import annotation_for, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
@@ -150,8 +150,10 @@ def resolve_target(spec: MonitorSpec, world: World, *, allow_url_targets: bool,
     return target
 
 
-def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any]) -> dict[str, Any]:
-    obj = dict(alert_rules.prometheus_rule_object(spec.slo()))
+def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any], defaults: RuleDefaults | None = None
+                ) -> dict[str, Any]:
+    d = defaults or RuleDefaults()
+    obj = dict(alert_rules.prometheus_rule_object(d.apply(spec.slo()), extra_labels=d.object_labels))
     meta = dict(obj.get("metadata") or {})
     meta.setdefault("name", spec.name)
     meta["namespace"] = spec.namespace

@@ -189,7 +189,7 @@ class Reconciler:
 
     async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> RulesOutcome:
         try:
-            rule = plan.rule_object(spec, body)
+            rule = plan.rule_object(spec, body, self.settings.rules)
         except InvalidSpec as e:
             return RulesOutcome(names.prometheus_rule_name(key[1]), f"no rules can be generated: {e}")
         return await self.rules.sync(key, rule)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from alert_rules.model import RuleDefaults
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +30,8 @@ class OperatorSettings:
     """Status writes of all monitors together, at most (a burst of as many is allowed): when a
     shared dependency fails, thousands of monitors change at once and status must not flood
     the API server."""
+    rules: RuleDefaults = field(default_factory=RuleDefaults)
+    """Runbook and dashboard base URLs and object labels of generated PrometheusRules."""
     member: str | None = None
     """This replica's name among replicas (``--member-name``, else ``$POD_NAME``): it holds the Lease
     ``route-monitor-<member>`` and probes only the monitors it owns. None: one replica, no Lease."""
