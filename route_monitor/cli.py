@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--cluster-domain", default="cluster.local",
                     help="cluster DNS domain of Service targets' URLs (default cluster.local)")
     _rule_flags(op)
+    op.add_argument("--log-format", choices=("text", "json"), default="text",
+                    help="text lines (default) or one JSON object per line with namespace/monitor fields")
+    op.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                    help="default info: start-up, replicas, each monitor's transitions")
     op.add_argument("--member-name", metavar="NAME",
                     help="this replica's name among replicas sharing the monitors through Leases "
                          "(default: $POD_NAME; neither set: one replica, no Lease)")

@@ -19,6 +19,7 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
+from route_monitor import logs
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.operator import http
 from route_monitor.operator.credentials import OperatorCredentials
@@ -114,7 +115,5 @@ async def serve(settings: OperatorSettings) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpx2"):  # one INFO line per request
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logs.configure(fmt=args.log_format, level=args.log_level)
     return asyncio.run(serve(settings_from_args(args)))

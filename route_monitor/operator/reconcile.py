@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
+from route_monitor.logs import monitor_extra
 from route_monitor.operator import ownership, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.kube import KubeWriter, status_code
@@ -38,6 +39,20 @@ log = logging.getLogger(__name__)
 class Engine(Protocol):
     def set_monitor(self, spec: MonitorSpec, target: ResolvedTarget) -> None: ...
     def remove_monitor(self, key: tuple[str, str]) -> None: ...
+
+
+def _ready(status_: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
+    for c in (status_ or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return (str(c.get("status")), str(c.get("reason")), str(c.get("message")))
+    return None
+
+
+def _log_ready_transition(key: Key, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> None:
+    """One line when a monitor's Ready condition changes (status or reason), never per probe."""
+    old, new = _ready(before), _ready(after)
+    if new is not None and (old is None or old[:2] != new[:2]):
+        log.info("%s/%s Ready=%s (%s): %s", *key, *new, extra=monitor_extra(key))
 
 
 class RetryLater(Exception):
@@ -223,3 +238,4 @@ class Reconciler:
             raise
         self._written[key] = new
         self._written_at[key] = now
+        _log_ready_transition(key, written, new)

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
 from route_monitor.operator.kube import KubeWriter, status_code
 from route_monitor.operator.metrics import OperatorMetrics
@@ -99,7 +100,11 @@ class Supervisor:
         key = result.key
         before = self.reconciler.results.get(key)
         self.reconciler.results[key] = result
-        if before is None or status.result_outcome(before) != status.result_outcome(result):
+        now = status.result_outcome(result)
+        if before is None or status.result_outcome(before) != now:
+            if before is not None or not result.success:  # a first success is not news
+                log.info("%s/%s probe: %s%s", *key, now[0] if now else "?",
+                         f" ({now[1]}: {result.detail})" if now and now[1] else "", extra=monitor_extra(key))
             self.enqueue(key)
 
     def enqueue(self, key: Key) -> None:
