@@ -24,7 +24,7 @@ from dashlib import NS_MON, Panel, Query, custom_var, dashboard, datasource_var,
 
 from alert_rules import names as n  # noqa: E402
 from alert_rules.model import DEFAULT_PERIOD_MS  # noqa: E402
-from alert_rules.windows import alert_windows  # noqa: E402
+from alert_rules.windows import AlertWindow, alert_windows  # noqa: E402
 
 UID_OVERVIEW = "route-monitor-overview"
 UID_DETAIL = n.DASHBOARD_DETAIL_UID
@@ -59,6 +59,11 @@ def budget_remaining(window: str) -> str:
 def burn_rate(window: str) -> str:
     """Recorded error ratio over ``window`` divided by the error budget: 1 = burning exactly on budget."""
     return f"{n.error_ratio_record(window)}{{{NS_MON}}} / on ({BY}) (1 - {objective()})"
+
+
+def burn_threshold(window: AlertWindow) -> str:
+    """A pair's burn factor for each monitor's own period: budget share x period / long window."""
+    return (f"{window.budget_share.normalize():f} * {n.SLO_PERIOD_RECORD}{{{NS_MON}}} / {window.long_ms // 1000}")
 
 
 def firing_alerts(severity: str) -> str:
@@ -96,9 +101,11 @@ def overview() -> dict[str, object]:
                   transformations=({"id": "merge", "options": {}},
                                    {"id": "organize", "options": {"excludeByName": {"Time": True},
                                                                   "renameByName": rename}}),
-                  overrides=tuple({"matcher": {"id": "byName", "options": title},
-                                   "properties": [{"id": "unit", "value": "none"}]}
-                                  for title, _ in columns[3:]))
+                  overrides=(*({"matcher": {"id": "byName", "options": title},
+                                "properties": [{"id": "unit", "value": "none"}]} for title, _ in columns[3:]),
+                             *({"matcher": {"id": "byName", "options": field},
+                                "properties": [{"id": "links", "value": [row_link()]}]}
+                               for field in ("namespace", "monitor"))))
     panels = [
         Panel("Monitors", (Query(f"count({objective()}) or vector(0)", instant=True),), kind="stat", width=6, height=4),
         Panel("Pages firing", (Query(f"sum({firing_alerts(n.SEVERITY_CRITICAL)}) or vector(0)", instant=True),),
@@ -116,6 +123,13 @@ def overview() -> dict[str, object]:
                      variables=monitor_vars(), panels=panels, links=(detail_link(),))
 
 
+def row_link() -> dict[str, object]:
+    """A table row's link to monitor-detail on that row's monitor, keeping the time range."""
+    return {"title": "Monitor detail: ${__data.fields.namespace}/${__data.fields.monitor}",
+            "url": f"/d/{UID_DETAIL}/?var-namespace=${{__data.fields.namespace}}"
+                   "&var-monitor=${__data.fields.monitor}&var-period=${period}&${__url_time_range}"}
+
+
 def detail_link() -> dict[str, object]:
     return {"title": "Monitor detail", "type": "link", "url": f"/d/{UID_DETAIL}", "includeVars": True,
             "keepTime": True, "asDropdown": False, "icon": "dashboard", "tags": [], "targetBlank": False}
@@ -123,7 +137,7 @@ def detail_link() -> dict[str, object]:
 
 def detail() -> dict[str, object]:
     legend = "{{namespace}}/{{monitor}}"
-    pairs = [w for pair in (*PAGE_PAIRS, *TICKET_PAIRS) for w in pair]
+    pairs = list(dict.fromkeys(w for pair in (*PAGE_PAIRS, *TICKET_PAIRS) for w in pair))  # 6h once
     sel = f"{{{NS_MON}}}"
     panels = [
         row("Availability"),
@@ -132,9 +146,15 @@ def detail() -> dict[str, object]:
                Query(objective(), legend + " objective")), unit="percentunit"),
         Panel("Error budget remaining over the period", (Query(budget_remaining("$period"), legend),),
               unit="percentunit"),
-        Panel("Burn rate per window", tuple(Query(burn_rate(w), f"{legend} {w}") for w in pairs), width=24,
+        Panel("Burn rate per window", (*(Query(burn_rate(w), f"{legend} {w}") for w in pairs),
+                                       *(Query(burn_threshold(w), f"threshold {w.severity} {w.long}/{w.short}")
+                                         for w in WINDOWS)), width=24,
               description=", ".join(f"{w.severity} {w.long}/{w.short} at {w.factor.normalize():f}x" for w in WINDOWS)
-              + " for a 30d period: a pair fires when both its windows burn faster than its factor."),
+              + " for a 30d period (dashed lines: each pair's factor for the monitor's own period): a pair fires "
+              "when both its windows burn faster than its factor.",
+              overrides=({"matcher": {"id": "byRegexp", "options": "threshold .*"},
+                          "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}},
+                                         {"id": "custom.lineWidth", "value": 1}]},)),
         Panel("Probe results", (Query(f"sum by ({BY}, {n.LABEL_RESULT}) (increase({n.PROBES_TOTAL}{sel}"
                                       "[$__rate_interval]))", legend + " {{result}}"),)),
         Panel("Failures by reason", (Query(f"sum by ({n.LABEL_REASON}) (increase({n.PROBE_FAILURES_TOTAL}{sel}"

@@ -94,3 +94,30 @@ def test_configmaps_carry_the_sidecar_label_and_the_committed_json() -> None:
         assert doc["metadata"]["labels"]["grafana_dashboard"] == "1"
         (file, text), = doc["data"].items()
         assert json.loads(text) == load(file)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_no_panel_plots_the_same_query_twice(name: str) -> None:
+    for p in load(name)["panels"]:
+        exprs = [t["expr"] for t in p.get("targets", [])]
+        assert len(exprs) == len(set(exprs)), p["title"]
+
+
+def test_burn_rate_panel_draws_each_pairs_factor_for_the_monitors_period() -> None:
+    """The threshold lines are budget share x period / long window: 14.4, 6, 3 and 1 for 30 days."""
+    [panel] = [p for p in load("monitor-detail.json")["panels"] if p["title"] == "Burn rate per window"]
+    thresholds = [t["expr"] for t in panel["targets"] if names.SLO_PERIOD_RECORD in t["expr"]]
+    period = 30 * 86400
+    factors = []
+    for expr in thresholds:
+        share, _, rest = expr.partition(" * ")
+        long_seconds = int(rest.rsplit("/ ", 1)[1])
+        factors.append(round(float(share) * period / long_seconds, 6))
+    assert factors == [14.4, 6.0, 3.0, 1.0]
+
+
+def test_overview_rows_link_to_the_monitor_detail_dashboard() -> None:
+    [table] = [p for p in load("slo-overview.json")["panels"] if p["type"] == "table"]
+    links = [prop["value"][0]["url"] for o in table["fieldConfig"]["overrides"] for prop in o["properties"]
+             if prop["id"] == "links"]
+    assert links and all(u.startswith("/d/route-monitor-detail/") and "${__data.fields.monitor}" in u for u in links)
