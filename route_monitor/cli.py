@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help="validate manifests and explain what each monitor's alerts mean")
     ch.add_argument("paths", nargs="+", metavar="PATH")
 
+    do = sub.add_parser("doctor", help="read the cluster: will the generated rules and ServiceMonitor be loaded?")
+    do.add_argument("--operator-namespace", default="route-monitor", metavar="NS",
+                    help="where route-monitor runs (default route-monitor)")
+
     de = sub.add_parser("demo", help="built-in local targets, real engine, live view; no cluster")
     de.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT")
     de.add_argument("--duration", type=float, default=0, help="stop after this many seconds (default: until Ctrl-C)")

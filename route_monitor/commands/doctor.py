@@ -1,0 +1,150 @@
+"""``route-monitor doctor [--operator-namespace NS]``: read the cluster and say, in plain words,
+whether what route-monitor generates will actually be loaded and scraped.
+
+Reads (with the caller's credentials, ``$KUBECONFIG`` or in-cluster): the APIs present, the
+operator's Deployment (replicas, ``--rule-label`` flags), its ServiceMonitor, the namespaces
+holding RouteMonitors and every ``Prometheus`` object; asks the API server (SubjectAccessReview)
+whether the operator's ServiceAccount may do what it needs. Prints one line per finding
+(``ok:``, ``warning:``, ``problem:``); exits 1 when there is a problem. Writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from lightkube import ALL_NS, ApiError, Client, KubeConfig
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.authorization_v1 import SubjectAccessReview
+from lightkube.resources.core_v1 import Namespace
+
+from alert_rules import names
+from route_monitor.doctor import Finding, Generated, check_all
+from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
+
+Prometheus = create_namespaced_resource("monitoring.coreos.com", "v1", "Prometheus", "prometheuses")
+ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
+OPERATOR_NEEDS = (
+    ("route.openshift.io", "routes", "watch"), ("", "services", "watch"),
+    ("routemonitor.io", "routemonitors", "watch"), ("routemonitor.io", "routemonitors", "create"),
+    ("routemonitor.io", "routemonitors", "update"), ("routemonitor.io", "routemonitors/status", "patch"),
+    ("monitoring.coreos.com", "prometheusrules", "create"), ("monitoring.coreos.com", "prometheusrules", "update"),
+    ("", "events", "create"),
+)
+"""A sample of what the operator must be allowed cluster-wide (deploy/clusterrole.yaml grants it)."""
+
+
+def _items(client: Client, res: Any, namespace: str | None = ALL_NS) -> list[dict[str, Any]] | None:
+    """Objects as dicts (``namespace=None``: a cluster-scoped kind); None when the API is not served (404)."""
+    try:
+        listing = client.list(res) if namespace is None else client.list(res, namespace=namespace)
+        return [o.to_dict() if hasattr(o, "to_dict") else dict(o) for o in listing]
+    except ApiError as e:
+        if e.status.code == 404:
+            return None
+        raise
+
+
+def _apis(client: Client) -> tuple[list[Finding], bool]:
+    out: list[Finding] = []
+    if _items(client, RouteMonitor) is None:
+        out.append(Finding("problem", "the RouteMonitor CRD is not installed (kubectl apply -k deploy/)"))
+    if _items(client, Route) is None:
+        out.append(Finding("ok", "no OpenShift Route API here: Services, URLs and RouteMonitors still work"))
+    have_prom = _items(client, PrometheusRule) is not None
+    if not have_prom:
+        out.append(Finding("problem", "prometheus-operator's CRDs (monitoring.coreos.com/v1) are not installed: "
+                           "no PrometheusRule can be applied; RouteMonitors report RulesApplied=False"))
+    return out, have_prom
+
+
+def _operator(client: Client, ns: str) -> tuple[list[Finding], dict[str, str], str | None]:
+    labels = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+    try:
+        dep = client.get(Deployment, "route-monitor", namespace=ns).to_dict()
+    except ApiError as e:
+        if e.status.code != 404:
+            raise
+        missing = Finding("problem", f"no Deployment route-monitor in namespace {ns} (--operator-namespace?)")
+        return [missing], labels, None
+    spec, status = dep.get("spec") or {}, dep.get("status") or {}
+    ready, wanted = int(status.get("readyReplicas") or 0), int(spec.get("replicas") or 1)
+    out = [Finding("ok" if ready >= wanted else "problem" if ready == 0 else "warning",
+                   f"operator Deployment {ns}/route-monitor: {ready}/{wanted} replicas ready")]
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    args = list(containers[0].get("args") or [])
+    for i, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--rule-label=") else (
+            args[i + 1] if arg == "--rule-label" and i + 1 < len(args) else None)
+        if value and "=" in value:
+            k, v = value.split("=", 1)
+            labels[k] = v
+    account = ((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName") or "default"
+    return out, labels, f"system:serviceaccount:{ns}:{account}"
+
+
+def _rbac(client: Client, user: str) -> list[Finding]:
+    missing = []
+    for group, resource, verb in OPERATOR_NEEDS:
+        res, _, sub = resource.partition("/")
+        namespace = user.split(":")[2]
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"]
+        review: Any = SubjectAccessReview.from_dict({"spec": {"user": user, "groups": groups, "resourceAttributes": {
+            "group": group, "resource": res, "subresource": sub, "verb": verb}}})
+        try:
+            answer = client.create(review)
+        except ApiError as e:
+            if e.status.code == 403:
+                return [Finding("warning", "cannot check the operator's RBAC: you may not create "
+                                "SubjectAccessReviews")]
+            raise
+        if not (answer.status and answer.status.allowed):
+            missing.append(f"{verb} {resource}")
+    if missing:
+        return [Finding("problem", f"the operator ({user}) may not: {', '.join(missing)} (apply "
+                        "deploy/clusterrole.yaml and its binding)")]
+    return [Finding("ok", f"the operator ({user}) has the permissions it needs")]
+
+
+def diagnose(client: Client, operator_namespace: str) -> list[Finding]:
+    findings, have_prom = _apis(client)
+    found, rule_labels, user = _operator(client, operator_namespace)
+    findings += found
+    if user is not None:
+        findings += _rbac(client, user)
+    if not have_prom:
+        return findings
+    monitors = _items(client, RouteMonitor) or []
+    namespaces = tuple(sorted({str(m["metadata"]["namespace"]) for m in monitors}))
+    try:
+        ns_labels = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {})
+                     for n in _items(client, Namespace, namespace=None) or []}
+    except ApiError:
+        ns_labels = {}
+    sms = _items(client, ServiceMonitor, namespace=operator_namespace) or []
+    ours = [s for s in sms if (s["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "route-monitor"]
+    made = Generated(rule_labels=rule_labels, rule_namespaces=namespaces,
+                     service_monitor=ours[0] if ours else None)
+    return findings + check_all(_items(client, Prometheus) or [], made, ns_labels)
+
+
+def report(findings: Iterable[Finding], out: TextIO) -> int:
+    problems = 0
+    for f in findings:
+        print(f, file=out)
+        problems += f.level == "problem"
+    print(f"{problems} problem(s)", file=out)
+    return 1 if problems else 0
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        client = Client(config=KubeConfig.from_env())
+        return report(diagnose(client, args.operator_namespace), out)
+    except Exception as e:  # unreachable cluster, no credentials: one line, not a traceback
+        print(f"doctor: error: cannot read the cluster: {e}", file=sys.stderr)
+        return 2
