@@ -288,6 +288,7 @@ def test_generated_fixtures_cover_the_scenarios() -> None:
     names = [g["name"] for g in doc["tests"]]
     for expected in ("hard outage pages, then resolves", "single failed probe fires nothing",
                      "steady slow burn tickets and never pages", "probes absent: series vanish",
-                     "certificate expiring within 14 days", "slow probes page on latency, not availability"):
+                     "certificate expiring within 14 days", "slow probes page on latency, not availability",
+                     "prober restart and move to another pod fire nothing, leave no gap"):
         assert expected in names
     assert doc["rule_files"] == ["rules.yml"]
