@@ -18,7 +18,11 @@ LABEL org.opencontainers.image.title="route-monitor" \
       org.opencontainers.image.description="Blackbox SLO monitoring operator for Kubernetes/OpenShift" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/route-monitor /opt/route-monitor
-ENV PATH=/opt/route-monitor/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Any UID may run it (OpenShift's restricted-v2 assigns one from the namespace's range, with GID
+# 0): the virtualenv is root-owned and world-readable, nothing is written but /tmp (an emptyDir in
+# deploy/), and HOME points there since an assigned UID has no passwd entry. The numeric USER is
+# the UID elsewhere and lets the kubelet check runAsNonRoot.
+ENV PATH=/opt/route-monitor/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["route-monitor"]

@@ -1,11 +1,13 @@
-"""Packaging: the Dockerfile, ``deploy/`` and its RBAC (issue 4).
+"""Packaging: the Dockerfile, ``deploy/base`` and its RBAC (issues 4, 12).
 
 The image cannot be built here (no container engine), so the Dockerfile is checked for what can
 be checked: it parses into stages; the base is a pinned slim Python 3.11; the final stage runs as
-a non-root user and gets only the virtualenv; and its install steps, replayed in a fresh
+a numeric non-root user (so ``runAsNonRoot`` holds for any UID a cluster assigns) and gets only
+the virtualenv; and its install steps, replayed in a fresh
 virtualenv with exactly the files it copies, give a working ``route-monitor``. ``deploy/``:
-the kustomization names files that exist; the Deployment is hardened and its probes, ports and
-flags match the operator's; the ClusterRole is least-privilege, and (against the real
+the kustomization names files that exist; the Deployment is hardened, admitted unchanged by
+OpenShift's restricted-v2 SCC (emulated from its documentation: ``tests/support/scc.py``) and its
+probes, ports and flags match the operator's; the ClusterRole is least-privilege, and (against the real
 apiserver) grants the operator's user exactly what the operator does, nothing on users' objects.
 """
 
@@ -28,8 +30,9 @@ from packaging.requirements import Requirement
 
 from route_monitor.cli import build_parser
 from tests.support.cluster import OPERATOR_TOKEN, ROOT, Cluster
+from tests.support.scc import admit_restricted_v2
 
-DEPLOY = ROOT / "deploy"
+DEPLOY = ROOT / "deploy" / "base"
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------
@@ -84,9 +87,11 @@ def test_final_stage_is_non_root_and_gets_only_the_virtualenv() -> None:
     users = [a for i, a in final if i == "USER"]
     assert users, "the final stage has no USER"
     uid = users[-1].split(":")[0]
+    # numeric, so the kubelet can check runAsNonRoot without a passwd entry; the Deployment pins
+    # no UID (OpenShift assigns one from the namespace's range, others use this one)
     assert uid not in ("0", "root") and uid.isdigit(), users
-    deployment = yaml.safe_load((DEPLOY / "deployment.yaml").read_text())
-    assert int(uid) == deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    env = " ".join(a for i, a in final if i == "ENV")
+    assert "HOME=/tmp" in env, "an arbitrary UID has no home directory: HOME must point somewhere writable"
     copies = [a for i, a in final if i == "COPY"]
     assert copies and all(a.startswith("--from=") for a in copies), copies
     assert [a for i, a in final if i == "RUN"] == [], "the final stage installs nothing"
@@ -164,6 +169,9 @@ def load(name: str) -> dict[str, Any]:
 
 
 def test_kustomization_references_files_that_exist() -> None:
+    """``kubectl apply -k deploy/`` (the README's command) is the base."""
+    top = yaml.safe_load((DEPLOY.parent / "kustomization.yaml").read_text())
+    assert top["resources"] == ["base"]
     kustomization = load("kustomization.yaml")
     for res in kustomization["resources"]:
         path = (DEPLOY / res).resolve()
@@ -176,7 +184,7 @@ def test_kustomization_references_files_that_exist() -> None:
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed (optional)")
 def test_kustomize_builds_every_object() -> None:
-    out = subprocess.run(["kubectl", "kustomize", str(DEPLOY)], capture_output=True, text=True)
+    out = subprocess.run(["kubectl", "kustomize", str(DEPLOY.parent)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out.stdout))
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
@@ -203,6 +211,48 @@ def test_deployment_is_hardened_and_matches_the_operators_flags() -> None:
     assert ports == {"metrics": args.metrics_port, "health": args.health_port}
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+
+
+def test_deployment_pins_no_uid_and_keeps_run_as_non_root() -> None:
+    """restricted-v2 assigns the UID (GID 0): nothing may pin one, runAsNonRoot stays."""
+    pod = load("deployment.yaml")["spec"]["template"]["spec"]
+    contexts = [pod["securityContext"], *(c.get("securityContext", {}) for c in pod["containers"])]
+    for sc in contexts:
+        assert not {"runAsUser", "runAsGroup", "fsGroup", "seLinuxOptions"} & sc.keys(), sc
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_deployment_is_admitted_unchanged_by_restricted_v2() -> None:
+    pod = load("deployment.yaml")["spec"]["template"]["spec"]
+    admission = admit_restricted_v2(pod)
+    assert admission.rejections == ()
+    assert admission.uid != 0, "runAsNonRoot: the kubelet refuses UID 0"
+
+
+PINNED = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+@pytest.mark.parametrize(("pod_context", "container_context", "rejected"), [
+    pytest.param(PINNED, {}, "runAsUser: Invalid value: 65532: must be in the ranges: [1000680000, 1000689999]",
+                 id="fixed-uid-of-0.1.0"),
+    pytest.param({"fsGroup": 2000}, {}, "fsGroup: Invalid value: []int64{2000}", id="fixed-fsgroup"),
+    pytest.param({}, {"allowPrivilegeEscalation": True}, "allowPrivilegeEscalation: Invalid value: true",
+                 id="privilege-escalation"),
+    pytest.param({}, {"capabilities": {"add": ["NET_ADMIN"]}}, "capability may not be added", id="added-capability"),
+    pytest.param({"seccompProfile": {"type": "Unconfined"}}, {}, "runtime/default is the only allowed seccomp",
+                 id="unconfined-seccomp"),
+])
+def test_restricted_v2_emulation_rejects_what_the_scc_rejects(pod_context: dict[str, Any],
+                                                              container_context: dict[str, Any],
+                                                              rejected: str) -> None:
+    """The emulation is not a rubber stamp: the Deployment of 0.1.0 (runAsUser 65532) and the usual
+    mistakes are refused with the admission plugin's message."""
+    pod = load("deployment.yaml")["spec"]["template"]["spec"]
+    [c] = pod["containers"]
+    pod = {**pod, "securityContext": pod_context,
+           "containers": [{**c, "securityContext": {**c["securityContext"], **container_context}}]}
+    assert any(rejected in r for r in admit_restricted_v2(pod).rejections), admit_restricted_v2(pod)
 
 
 def test_deployment_runs_replicas_that_hand_over_without_a_gap() -> None:
@@ -314,7 +364,7 @@ def test_the_operator_user_may_not(cluster: Cluster, group: str, resource: str, 
 
 
 def test_secret_access_is_an_opt_in_file_outside_the_default_kustomization() -> None:
-    opt_in = list(yaml.safe_load_all((DEPLOY / "optional" / "secrets-reader.yaml").read_text()))
+    opt_in = list(yaml.safe_load_all((DEPLOY.parent / "optional" / "secrets-reader.yaml").read_text()))
     [role] = [d for d in opt_in if d["kind"] == "ClusterRole"]
     [binding] = [d for d in opt_in if d["kind"] == "ClusterRoleBinding"]
     assert {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]

@@ -1,5 +1,5 @@
 """The operator against a real control plane (etcd + kube-apiserver + kube-controller-manager),
-running as a subprocess under the user bound only to ``deploy/clusterrole.yaml``, probing local
+running as a subprocess under the user bound only to ``deploy/base/clusterrole.yaml``, probing local
 HTTP targets. Covers (issue 4; docs/reference.md: annotations, the RouteMonitor resource):
 
 - annotate a Route -> RouteMonitor (owned by the Route) and PrometheusRule (owned by the
@@ -297,7 +297,7 @@ def test_generated_rule_is_valid_for_the_crd_and_promtool(kube: Client, operator
 
 
 def test_metrics_readiness_and_liveness_endpoints(operator: Operator) -> None:
-    """What deploy/deployment.yaml's probes and the ServiceMonitor use; /metrics lints clean."""
+    """What deploy/base/deployment.yaml's probes and the ServiceMonitor use; /metrics lints clean."""
     assert httpx.get(f"http://127.0.0.1:{operator.metrics_port}/readyz", timeout=5).status_code == 200
     health = httpx.get(f"http://127.0.0.1:{operator.health_port}/healthz", timeout=5)
     assert health.status_code == 200 and "monitors" in health.json()

@@ -4,7 +4,7 @@
   not while one replica is still up, not when there are no SLOs; reconcile errors, schedule lag,
   skipped probes, monitors not Ready and throttled status writes fire on their series and stay
   quiet below their thresholds;
-- ``deploy/operator-rules.yaml`` (PrometheusRule) and ``deploy/prometheus/route-monitor-operator.rules.yml``
+- ``deploy/base/operator-rules.yaml`` (PrometheusRule) and ``deploy/prometheus/route-monitor-operator.rules.yml``
   (plain rules) are exactly what ``route-monitor rules --operator`` prints;
 - every operator alert has a runbook section; the PrometheusRule is not labelled as an object the
   operator manages (it is the user's to apply, so the operator never writes over it).
@@ -42,7 +42,7 @@ def test_generated_promtool_fixtures_pass(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("path", "fmt"), [
-    pytest.param("deploy/operator-rules.yaml", "prometheusrule", id="prometheusrule"),
+    pytest.param("deploy/base/operator-rules.yaml", "prometheusrule", id="prometheusrule"),
     pytest.param("deploy/prometheus/route-monitor-operator.rules.yml", "prometheus", id="plain"),
 ])
 def test_shipped_files_are_the_generated_ones(path: str, fmt: str) -> None:
@@ -67,7 +67,7 @@ def test_every_operator_alert_has_a_runbook_section_and_link() -> None:
 
 
 def test_the_shipped_rule_is_not_mistaken_for_a_generated_one() -> None:
-    rule = yaml.safe_load((ROOT / "deploy/operator-rules.yaml").read_text().split("---", 1)[1])
+    rule = yaml.safe_load((ROOT / "deploy/base/operator-rules.yaml").read_text().split("---", 1)[1])
     assert names.LABEL_MANAGED_BY not in rule["metadata"]["labels"]
 
 

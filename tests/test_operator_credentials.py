@@ -1,5 +1,5 @@
 """Contract 8 in the operator, on the real control plane, with the operator running as the
-user bound only to ``deploy/clusterrole.yaml`` (which grants no Secret access at all) plus,
+user bound only to ``deploy/base/clusterrole.yaml`` (which grants no Secret access at all) plus,
 per namespace, exactly what the README tells a user to grant:
 
 - ``granted``: a namespace Role on *named* Secrets and a ConfigMap (``resourceNames``), the

@@ -4,7 +4,7 @@ Reads RouteMonitors and annotated Routes/Services, prints the generated rules: o
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
 document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
-route-monitor's own alerts instead (``deploy/operator-rules.yaml`` is that output).
+route-monitor's own alerts instead (``deploy/base/operator-rules.yaml`` is that output).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command and nothing is written.

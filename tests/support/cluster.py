@@ -38,8 +38,8 @@ CACHE = Path(os.environ.get("RM_CACHE", Path.home() / ".cache" / "route-monitor"
 KUBE_BIN = CACHE / f"kubernetes-{KUBE_VERSION}"
 CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", ROOT / "tests" / "crds" / "route.yaml",
              ROOT / "tests" / "crds" / "prometheusrule.yaml")
-CLUSTER_ROLE_FILE = ROOT / "deploy" / "clusterrole.yaml"
-LEASE_ROLE_FILE = ROOT / "deploy" / "role.yaml"
+CLUSTER_ROLE_FILE = ROOT / "deploy" / "base" / "clusterrole.yaml"
+LEASE_ROLE_FILE = ROOT / "deploy" / "base" / "role.yaml"
 ADMIN_TOKEN = "admin-token"
 OPERATOR_TOKEN = "operator-token"
 OPERATOR_USER = "route-monitor-operator"

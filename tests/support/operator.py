@@ -1,7 +1,7 @@
 """``route-monitor operator`` as a real subprocess against the test control plane, plus what the
 operator tests need around it: probe targets that count their hits, and API helpers.
 
-The operator runs as the token user bound only to ``deploy/clusterrole.yaml`` (so every request
+The operator runs as the token user bound only to ``deploy/base/clusterrole.yaml`` (so every request
 it makes is checked by RBAC), with ``/metrics``/``/readyz`` and ``/healthz`` on free ports.
 """
 
