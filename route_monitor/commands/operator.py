@@ -33,6 +33,8 @@ from route_monitor.operator.supervisor import Supervisor
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
+from route_monitor.probe.tls import TLSContexts
+from route_monitor.probe.trust import TrustError, contexts_from_env
 
 log = logging.getLogger("route_monitor.operator")
 
@@ -46,7 +48,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
                             lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
 
 
-async def serve(settings: OperatorSettings) -> int:
+async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -> int:
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
     client = AsyncClient(config=KubeConfig.from_env(), field_manager=names.FIELD_MANAGER)
@@ -58,7 +60,7 @@ async def serve(settings: OperatorSettings) -> int:
 
     probe_metrics = ProbeMetrics(registry)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
-                         on_result=on_result)
+                         on_result=on_result, tls=tls)
     kube = KubeWriter(client, operator_metrics, instance=settings.member)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
@@ -116,4 +118,11 @@ async def serve(settings: OperatorSettings) -> int:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(fmt=args.log_format, level=args.log_level)
-    return asyncio.run(serve(settings_from_args(args)))
+    try:
+        tls, extra_trust = contexts_from_env(os.environ)
+    except TrustError as e:
+        log.error("%s", e)
+        return 2
+    for warning, line in extra_trust.notes():
+        log.log(logging.WARNING if warning else logging.INFO, "%s", line)
+    return asyncio.run(serve(settings_from_args(args), tls=tls))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
+from route_monitor.probe.tls import TLSContexts
+from route_monitor.probe.trust import TrustError, contexts_from_env
 from route_monitor.rulefiles import RuleFiles
 
 RELOAD_POLL_SECONDS = 1.0
@@ -56,13 +59,14 @@ class Transitions:
 
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
-                 max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None) -> None:
+                 max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
+                 tls: TLSContexts | None = None) -> None:
         self.paths = paths
         self.options = options or Options()
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
-        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions())
+        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions(), tls=tls)
         self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition)
         self.current: dict[Key, Planned] = {}
         self.watched: list[Path] = []
@@ -162,9 +166,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
                           getattr(args, "cluster_domain", "cluster.local"))
-    except ValueError as e:
+        tls, extra_trust = contexts_from_env(os.environ)
+    except (ValueError, TrustError) as e:
         say(f"error: {e}")
         return 2
+    for _, line in extra_trust.notes():
+        say(line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency, options=options)
+                     max_concurrency=args.max_concurrency, options=options, tls=tls)
     return asyncio.run(app.main())
