@@ -9,7 +9,8 @@ Covers, against a real HTTPS target whose certificate a private CA (trustme) sig
   the target verifies: probes succeed, the absent file is reported and skipped;
 - without it, every probe fails as ``certificate_invalid``;
 - a file that holds no certificate stops the command with one line naming the variable and file;
-- the certificates are added to the system store, not put in its place.
+- the certificates are added to the system store, not put in its place;
+- a monitor with its own client certificate (a context of its own) trusts them too.
 """
 
 from __future__ import annotations
@@ -28,8 +29,14 @@ import trustme
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from route_monitor.probe.trust import ENV_CA_FILES, TrustError, ca_files, verify_context
+from route_monitor.credentials import build as build_credentials
+from route_monitor.probe.prober import Prober
+from route_monitor.probe.result import FailureReason
+from route_monitor.probe.trust import ENV_CA_FILES, TrustError, ca_files, contexts_from_env, verify_context
+from route_monitor.requestspec import parse_request
+from route_monitor.spec import ProbeSettings
 from tests.support import servers
+from tests.support.authtargets import AuthTarget, PrivateCA
 from tests.support.cluster import ROOT
 from tests.support.net import free_port, wait_for
 from tests.support.servers import Targets
@@ -160,3 +167,28 @@ def test_extra_cas_are_added_to_the_system_store_not_put_in_its_place(tmp_path: 
     assert any(dict(x[0] for x in c["subject"]).get("organizationName", "").startswith("trustme")
                for c in ctx.get_ca_certs()), ctx.get_ca_certs()
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+
+
+@pytest.mark.parametrize("env_ca", [pytest.param(True, id="env-ca-trusted"), pytest.param(False, id="without")])
+async def test_a_monitor_with_its_own_client_certificate_trusts_the_extra_cas_too(tmp_path: Path, env_ca: bool) -> None:
+    """Monitors with a client certificate (or their own caRef) get a context of their own: it
+    trusts ``$ROUTE_MONITOR_CA_FILES`` as well, so mutual TLS to a service-CA-signed Service works."""
+    service_ca, client_ca = PrivateCA(), PrivateCA()
+    ca_file = tmp_path / "service-ca.crt"
+    ca_file.write_bytes(service_ca.pem)
+    target = AuthTarget(tls=service_ca.server_context(client_ca=client_ca))
+    try:
+        options = parse_request({"tls": {"clientCertRef": {"secret": {"name": "probe-client"}}}})
+        cert, key = client_ca.client_pair()
+        values = {"probe-client/tls.crt": cert, "probe-client/tls.key": key}
+        credentials = build_credentials(options, lambda ref: values[f"{ref.ref.name}/{ref.key}"])
+        settings = ProbeSettings(timeout_ms=3000, interval_ms=5000, request=options)
+        tls, _ = contexts_from_env({ENV_CA_FILES: str(ca_file)} if env_ca else {})
+        prober = Prober(tls=tls)
+        result = await prober.probe(prober.request(("ns", "m"), target.url(), settings, credentials))
+    finally:
+        target.close()
+    if env_ca:
+        assert result.success, result.detail
+    else:
+        assert result.reason is FailureReason.CERTIFICATE_INVALID, result.detail

@@ -114,7 +114,7 @@ class Prober:
                  clock: Callable[[], float] = time.perf_counter, cert_read_timeout: float = 2.0,
                  contexts: SSLContextCache | None = None) -> None:
         self.tls = tls if tls is not None else TLSContexts()
-        self.contexts = contexts if contexts is not None else SSLContextCache()
+        self.contexts = contexts if contexts is not None else SSLContextCache(extra_cafiles=self.tls.extra_cafiles)
         self._wall = wall
         self._clock = clock
         self._cert_read_timeout = cert_read_timeout

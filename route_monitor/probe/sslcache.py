@@ -43,9 +43,11 @@ def _pem_path(pem: bytes) -> Iterator[str]:
 
 
 class SSLContextCache:
-    def __init__(self, *, cafile: str | None = None) -> None:
+    def __init__(self, *, cafile: str | None = None, extra_cafiles: tuple[str, ...] = ()) -> None:
         self._cafile = cafile
         """Verify against this CA file instead of the system store (tests, the demo)."""
+        self._extra_cafiles = extra_cafiles
+        """CA files added to every verifying context (``$ROUTE_MONITOR_CA_FILES``, checked at start-up)."""
         self._contexts: weakref.WeakValueDictionary[CacheKey, ssl.SSLContext] = weakref.WeakValueDictionary()
         self.builds = 0
         """How many contexts were built (the rest were shared)."""
@@ -66,6 +68,8 @@ class SSLContextCache:
     def _build(self, ca_pem: bytes, client_pem: bytes, verify: bool) -> ssl.SSLContext:
         if verify:
             ctx = ssl.create_default_context(cafile=self._cafile)
+            for extra in self._extra_cafiles:
+                ctx.load_verify_locations(cafile=extra)
             if ca_pem:
                 ctx.load_verify_locations(cadata=ca_pem.decode("ascii", "replace"))
         else:

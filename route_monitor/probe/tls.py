@@ -32,6 +32,9 @@ class TLSContexts:
     """Verifies the chain and the hostname (system CA store, honours ``SSL_CERT_FILE``)."""
     no_verify: ssl.SSLContext = field(default_factory=_no_verify_context)
     """For ``tls.insecureSkipVerify`` and for reading a certificate that failed verification."""
+    extra_cafiles: tuple[str, ...] = ()
+    """CA files added to ``verify`` (``$ROUTE_MONITOR_CA_FILES``): the contexts of monitors with their
+    own CA or client certificate trust them too."""
 
     def for_probe(self, insecure_skip_verify: bool) -> ssl.SSLContext:
         return self.no_verify if insecure_skip_verify else self.verify

@@ -9,8 +9,10 @@ that ``deploy/overlays/openshift`` mounts; this variable names the mounted files
 - ``ROUTE_MONITOR_CA_FILES``: PEM files separated by ``:`` (``os.pathsep``). Their certificates
   are **added** to the verifying context's store, next to the system CAs. (``SSL_CERT_FILE``,
   also honoured, *replaces* the system store, as everywhere in OpenSSL.)
-- Loaded once, at start-up, into the one shared verifying context: probes pay nothing per
-  handshake, and a changed bundle is picked up by a restart (``kubectl rollout restart``).
+- Loaded once, at start-up, into the one shared verifying context (and into the contexts of
+  monitors with their own ``caRef`` or client certificate, when those are built): probes pay
+  nothing per handshake, and a changed bundle is picked up by a restart
+  (``kubectl rollout restart``).
 - A file that is absent or empty is reported and skipped (an optional ConfigMap not created, an
   injection not done yet): it is not a reason to stop probing everything else. A file that is
   there but holds no valid certificate is an error that names the variable and the file.
@@ -90,4 +92,4 @@ def verify_context(files: tuple[str, ...]) -> tuple[ssl.SSLContext, ExtraTrust]:
 def contexts_from_env(env: Mapping[str, str]) -> tuple[TLSContexts, ExtraTrust]:
     """The probe TLS contexts for a command: ``$ROUTE_MONITOR_CA_FILES`` added to the system store."""
     ctx, extra = verify_context(ca_files(env))
-    return TLSContexts(verify=ctx), extra
+    return TLSContexts(verify=ctx, extra_cafiles=tuple(path for path, _ in extra.loaded)), extra
