@@ -203,3 +203,15 @@ def prometheus_rule_name(monitor: str) -> str:
     digest = hashlib.sha256(monitor.encode()).hexdigest()[:8]
     head = name[: MAX_GENERATED_NAME - len(digest) - 1].rstrip("-.")
     return f"{head}-{digest}"
+
+SCRAPE_OBJECT_NAME: Final = "route-monitor-probes"
+"""Per-namespace scrape mode (``--scrape-per-namespace``): the Service, EndpointSlice and
+ServiceMonitor the operator keeps in each namespace with monitors, for Prometheus stacks that
+enforce the scraping object's namespace (user-workload monitoring)."""
+SCRAPE_PARAM_NAMESPACE: Final = "namespace"
+"""``/metrics?namespace=NS``: only that namespace's probe series."""
+LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"
+"""On an EndpointSlice: the Service it belongs to."""
+LABEL_ENDPOINTSLICE_MANAGED_BY: Final = "endpointslice.kubernetes.io/managed-by"
+ENDPOINTSLICE_MANAGER: Final = "route-monitor.routemonitor.io"
+"""Who manages our EndpointSlices (Kubernetes' own controllers leave slices managed by others alone)."""

@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: $POD_NAME; neither set: one replica, no Lease)")
     op.add_argument("--lease-namespace", metavar="NS",
                     help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
+    op.add_argument("--scrape-per-namespace", action="store_true",
+                    help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
+                         "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
+                         "OpenShift user-workload monitoring)")
 
     st = sub.add_parser("standalone", help="probe monitors from YAML files, no cluster")
     st.add_argument("paths", nargs="+", metavar="PATH",

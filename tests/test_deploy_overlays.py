@@ -11,6 +11,7 @@ Covers:
 - namespaced: no ClusterRole or ClusterRoleBinding; the ``--namespace`` flags and the namespaces
   holding the operator's Role and RoleBinding are the same list; the Role grants exactly the
   ClusterRole's rules;
+- openshift-user-workload: the openshift overlay plus ``--scrape-per-namespace`` and its RBAC;
 - applied for real: the operator, running as the overlay's own ServiceAccount (a token from the
   TokenRequest API), monitors an annotated Route in a listed namespace, and is refused anything
   outside them; with ``deploy/`` the same ServiceAccount can read cluster-wide; the openshift
@@ -34,6 +35,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
+from route_monitor.cli import build_parser
 from route_monitor.operator.kube import PrometheusRule, RouteMonitor
 from route_monitor.probe.trust import ENV_CA_FILES, ca_files
 from tests.support import upstream_crds
@@ -45,7 +47,8 @@ from tests.support.scc import admit_restricted_v2
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 DEPLOY = ROOT / "deploy"
 LAYOUTS = {"default": DEPLOY, "base": DEPLOY / "base", "openshift": DEPLOY / "overlays" / "openshift",
-           "namespaced": DEPLOY / "overlays" / "namespaced"}
+           "namespaced": DEPLOY / "overlays" / "namespaced",
+           "openshift-user-workload": DEPLOY / "overlays" / "openshift-user-workload"}
 SA = ("route-monitor", "route-monitor")
 """(namespace, name) of the operator's ServiceAccount."""
 
@@ -72,6 +75,20 @@ def test_every_layout_renders_a_deployment_restricted_v2_admits(layout: str) -> 
     objects = render(layout)
     [deployment] = of_kind(objects, "Deployment")
     assert admit_restricted_v2(deployment["spec"]["template"]["spec"]).rejections == ()
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_every_layouts_operator_flags_exist(layout: str) -> None:
+    build_parser().parse_args(operator_container(render(layout))["args"])
+
+
+def test_user_workload_overlay_scrapes_per_namespace_on_top_of_openshift() -> None:
+    objects, openshift = render("openshift-user-workload"), render("openshift")
+    assert "--scrape-per-namespace" in operator_container(objects)["args"]
+    assert operator_container(objects)["env"] == operator_container(openshift)["env"]  # the trust mounts stay
+    rules = {(g, r, v) for role in of_kind(objects, "ClusterRole") if role["metadata"]["name"].endswith("per-namespace")
+             for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert ("discovery.k8s.io", "endpointslices", "create") in rules and ("", "services", "patch") not in rules
 
 
 def test_default_is_the_base() -> None:
@@ -225,8 +242,9 @@ def test_default_layout_applied_lets_the_service_account_read_cluster_wide(fresh
 
 
 @pytest.mark.cluster
-def test_openshift_overlay_applied_as_rendered(fresh: Cluster) -> None:
-    objects = render("openshift")
+@pytest.mark.parametrize("layout", ["openshift", "openshift-user-workload"])
+def test_openshift_overlays_applied_as_rendered(fresh: Cluster, layout: str) -> None:
+    objects = render(layout)
     apply(fresh, objects)
     kube = admin_client(fresh)
     for cm in of_kind(objects, "ConfigMap"):

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from alert_rules import names
 from route_monitor import logs
 from route_monitor.commands.rules import rule_defaults
-from route_monitor.operator import http
+from route_monitor.operator import http, scrapesync
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -29,6 +29,7 @@ from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.refwatch import ReferenceWatches
 from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.sharding import Shard
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
@@ -45,6 +46,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
                             max_concurrency=args.max_concurrency, cluster_domain=args.cluster_domain,
                             rules=rule_defaults(args),
                             member=args.member_name or env.get("POD_NAME") or None,
+                            scrape_per_namespace=args.scrape_per_namespace,
                             lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
 
 
@@ -64,8 +66,16 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
     kube = KubeWriter(client, operator_metrics, instance=settings.member)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
+    scrape_targets = scrapesync.for_supervisor(client, kube, settings, supervisor) \
+        if settings.scrape_per_namespace else None
+
+    def membership_changed(before: Shard, after: Shard) -> None:
+        supervisor.membership_changed(before, after)
+        if scrape_targets is not None:
+            scrape_targets.kick()
+
     membership = None if settings.member is None else Membership(
-        kube=kube, metrics=operator_metrics, on_change=supervisor.membership_changed,
+        kube=kube, metrics=operator_metrics, on_change=membership_changed,
         settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace))
     enqueue = supervisor.enqueue
 
@@ -77,7 +87,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
     supervisor.reconciler.credentials = OperatorCredentials(references)
     ready = asyncio.Event()
     runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set,
-                             render=probe_metrics.exposition)
+                             render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)
     await engine.start()
     tasks: list[asyncio.Task[None]] = []
 
@@ -104,6 +114,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
         await supervisor.prime()
         settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
         tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
+        if scrape_targets is not None:
+            tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
         await kopf.operator(
             registry=build_registry(supervisor, on_cleanup=stop_work), settings=kopf_settings(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,

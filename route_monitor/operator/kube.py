@@ -134,6 +134,10 @@ class KubeWriter:
     async def delete_rule(self, namespace: str, name: str, uid: str) -> None:
         await self._delete(PrometheusRule, "prometheusrules", namespace, name, uid)
 
+    async def delete_at_uid(self, res: Any, resource: str, namespace: str, name: str, uid: str) -> None:
+        """Delete the object ``uid`` at ``name`` (of any kind), never one that replaced it."""
+        await self._delete(res, resource, namespace, name, uid)
+
     async def _delete(self, res: Any, resource: str, namespace: str, name: str, uid: str) -> None:
         """DELETE with a uid precondition: only the object we checked is deleted, never one that
         replaced it meanwhile (409). A 404 is success. lightkube's ``delete`` sends no body, so

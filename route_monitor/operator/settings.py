@@ -37,5 +37,11 @@ class OperatorSettings:
     ``route-monitor-<member>`` and probes only the monitors it owns. None: one replica, no Lease."""
     lease_namespace: str = "route-monitor"
     """Where the replicas' Leases live (``--lease-namespace``, else ``$POD_NAMESPACE``)."""
+    scrape_per_namespace: bool = False
+    """Keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, scraping
+    ``/metrics?namespace=NS`` (``--scrape-per-namespace``), for Prometheus stacks that enforce the
+    ServiceMonitor's namespace (OpenShift user-workload monitoring)."""
+    metrics_service: str = "route-monitor-metrics"
+    """The operator's metrics Service in ``lease_namespace``: its EndpointSlices list the replicas."""
     retry_backoff: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
     """Delays before retrying a failed reconcile, the last one repeating."""

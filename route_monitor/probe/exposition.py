@@ -36,8 +36,8 @@ def _family(name: str, kind: str, help_text: str) -> list[str]:
     return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
 
 
-def render(series: Iterable[MonitorSeries], in_flight: int, helps: dict[str, str]) -> str:
-    """The text of the per-monitor families."""
+def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[str, str]) -> str:
+    """The text of the per-monitor families (and the in-flight gauge unless ``in_flight`` is None)."""
     probes = _family(names.PROBES_TOTAL, "counter", helps[names.PROBES_TOTAL])
     failures = _family(names.PROBE_FAILURES_TOTAL, "counter", helps[names.PROBE_FAILURES_TOTAL])
     duration = _family(names.PROBE_DURATION_SECONDS, "histogram", helps[names.PROBE_DURATION_SECONDS])
@@ -63,6 +63,6 @@ def render(series: Iterable[MonitorSeries], in_flight: int, helps: dict[str, str
         if s.cert_not_after is not None:
             expiry.append(f"{names.TLS_CERT_EXPIRY}{{{ident}}} {floatToGoString(s.cert_not_after)}")
         info.append(f"{names.TARGET_INFO}{{{ident},{s.info_labels}}} 1.0")
-    flight = [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
-              f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
+    flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
+                                           f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
     return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *flight]) + "\n"

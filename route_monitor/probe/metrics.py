@@ -164,6 +164,12 @@ class ProbeMetrics:
             self._collector.skip.active = False
         return rest + exposition.render(self.series(), self.in_flight, HELP).encode()
 
+    def exposition_of(self, namespace: str) -> bytes:
+        """Only the series of ``namespace``'s monitors (``/metrics?namespace=NS``), nothing of the
+        operator's own health: what a Prometheus that enforces the scraping object's namespace
+        (user-workload monitoring) may keep for that namespace."""
+        return exposition.render([s for s in self.series() if s.key[0] == namespace], None, HELP).encode()
+
 
 class _Collector:
     def __init__(self, metrics: ProbeMetrics) -> None:
