@@ -17,7 +17,9 @@ scoped to their PrometheusRule's namespace). Covers:
 - a foreign Service at the name is left untouched and nothing else of ours is written there
   (that namespace's ProbesAbsent goes pending: its series are not scraped, and it says so);
 - ``/metrics?namespace=NS`` renders only that namespace's series; a bad name is a 400;
-- the last monitor leaving a namespace removes the three objects.
+- the last monitor leaving a namespace removes the three objects;
+- with two replicas, the duty of a namespace moves with the Leases: the remaining replica
+  removes objects that the stopped one wrote.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from lightkube.resources.core_v1 import Namespace, Service
 from alert_rules import names
 from route_monitor.operator.kube import PrometheusRule, Route
 from route_monitor.operator.scrapesync import ServiceMonitor
+from route_monitor.operator.sharding import owner_of
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster, start_cluster
 from tests.support.net import wait_for
@@ -177,3 +180,35 @@ def test_burn_alerts_fire_in_the_application_namespace(fresh: Cluster, tmp_path:
         op.stop()
         failing.close()
         healthy.close()
+
+
+def test_one_replica_writes_each_namespace_and_the_duty_moves_with_the_leases(fresh: Cluster, tmp_path: Path) -> None:
+    """Two replicas: the owner of ``(ns, "")`` writes ns's objects. The owner of one namespace stops
+    (its Lease goes); when that namespace's last monitor is deleted, the other replica, which never
+    wrote there, removes the objects."""
+    kube = admin_client(fresh)
+    members = ("replica-a", "replica-b")
+    spaces = [f"r{i}" for i in range(8)]
+    handed = next(ns for ns in spaces if owner_of((ns, ""), members) == "replica-a")
+    target = Target()
+    replicas = [Operator(fresh, tmp_path / f"{m}.log", ("--scrape-per-namespace", "--member-name", m)) for m in members]
+    try:
+        for op in replicas:
+            op.start()
+        for ns in spaces:
+            kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+            kube.create(route(ns, "web", target.host, annotations()))
+        for ns in spaces:
+            wait_for(lambda n=ns: get(kube, ServiceMonitor, NAME, n) is not None, timeout=60,
+                     what=f"ServiceMonitor in {ns}")
+        assert replicas[0].stop() == 0  # SIGTERM: deletes its Lease, replica-b owns everything now
+        kube.delete(Route, "web", namespace=handed)
+        for res in (ServiceMonitor, Slice, Service):
+            wait_for(lambda r=res: get(kube, r, NAME, handed) is None, timeout=60,
+                     what=f"{res.__name__} in {handed} removed by the remaining replica (log: {replicas[1].log_path})")
+        others = [ns for ns in spaces if ns != handed]
+        assert all(get(kube, ServiceMonitor, NAME, ns) is not None for ns in others)
+    finally:
+        for op in replicas:
+            op.stop()
+        target.close()
