@@ -34,7 +34,7 @@ OPERATOR_NEEDS = (
     ("monitoring.coreos.com", "prometheusrules", "create"), ("monitoring.coreos.com", "prometheusrules", "update"),
     ("", "events", "create"),
 )
-"""A sample of what the operator must be allowed cluster-wide (deploy/clusterrole.yaml grants it)."""
+"""A sample of what the operator must be allowed cluster-wide (deploy/base/clusterrole.yaml grants it)."""
 
 
 def _items(client: Client, res: Any, namespace: str | None = ALL_NS) -> list[dict[str, Any]] | None:
