@@ -188,8 +188,9 @@ def test_kustomize_builds_every_object() -> None:
     assert out.returncode == 0, out.stderr
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out.stdout))
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-                            "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PodDisruptionBudget",
-                            "Service", "ServiceMonitor", "PrometheusRule"])
+                            "ClusterRole", "ClusterRole",  # the operator's; view and edit aggregated into the built-ins
+                            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",  # Leases; Prometheus
+                            "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor", "PrometheusRule"])
 
 
 def container() -> dict[str, Any]:

@@ -31,11 +31,13 @@ import httpx
 import pytest
 import yaml
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import ConfigMap, Namespace
-from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding, RoleBinding
 
 from route_monitor.cli import build_parser
+from route_monitor.doctor import Generated, check_all, selects
 from route_monitor.operator.kube import PrometheusRule, RouteMonitor
 from route_monitor.probe.trust import ENV_CA_FILES, ca_files
 from tests.support import upstream_crds
@@ -48,7 +50,8 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 DEPLOY = ROOT / "deploy"
 LAYOUTS = {"default": DEPLOY, "base": DEPLOY / "base", "openshift": DEPLOY / "overlays" / "openshift",
            "namespaced": DEPLOY / "overlays" / "namespaced",
-           "openshift-user-workload": DEPLOY / "overlays" / "openshift-user-workload"}
+           "openshift-user-workload": DEPLOY / "overlays" / "openshift-user-workload",
+           "kube-prometheus-stack": DEPLOY / "overlays" / "kube-prometheus-stack"}
 SA = ("route-monitor", "route-monitor")
 """(namespace, name) of the operator's ServiceAccount."""
 
@@ -136,12 +139,36 @@ def test_namespaced_overlay_grants_the_same_rules_only_in_the_listed_namespaces(
     assert not of_kind(objects, "ClusterRole") and not of_kind(objects, "ClusterRoleBinding")
     flags, roles, bindings = watched(objects)
     assert flags and flags == roles == bindings, (flags, roles, bindings)
-    [cluster_role] = of_kind(render("base"), "ClusterRole")
+    [cluster_role] = [c for c in of_kind(render("base"), "ClusterRole") if c["metadata"]["name"] == "route-monitor"]
     for role in of_kind(objects, "Role"):
         if role["metadata"]["name"] == "route-monitor":
             assert role["rules"] == cluster_role["rules"]
     for binding in of_kind(objects, "RoleBinding"):
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SA[1], "namespace": SA[0]}]
+        if binding["roleRef"]["name"] != "route-monitor-prometheus":  # that one is Prometheus' own
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SA[1], "namespace": SA[0]}]
+
+
+KPS_PROMETHEUS = {"metadata": {"name": "kube-prometheus-stack-prometheus", "namespace": "monitoring"},
+                  "spec": {"ruleSelector": {"matchLabels": {"release": "kube-prometheus-stack"}},
+                           "ruleNamespaceSelector": {},
+                           "serviceMonitorSelector": {"matchLabels": {"release": "kube-prometheus-stack"}},
+                           "serviceMonitorNamespaceSelector": {}}}
+"""A Prometheus as kube-prometheus-stack's chart renders it by default (release ``kube-prometheus-stack``)."""
+
+
+@pytest.mark.parametrize(("layout", "loaded"), [("base", False), ("kube-prometheus-stack", True)])
+def test_kube_prometheus_stack_overlay_is_what_its_prometheus_selects(layout: str, loaded: bool) -> None:
+    """doctor's judgement on the rendered objects: the base is silently ignored by
+    kube-prometheus-stack's default selectors; the overlay's labels and --rule-label are loaded."""
+    objects = render(layout)
+    args = build_parser().parse_args(operator_container(objects)["args"])
+    rule_labels = {"app.kubernetes.io/managed-by": "route-monitor", **dict(args.rule_label)}
+    [sm] = of_kind(objects, "ServiceMonitor")
+    [own_alerts] = of_kind(objects, "PrometheusRule")
+    made = Generated(rule_labels=rule_labels, rule_namespaces=("shop",), service_monitor=sm)
+    findings = check_all([KPS_PROMETHEUS], made, {})
+    assert all(f.level == "ok" for f in findings) is loaded, findings
+    assert selects(KPS_PROMETHEUS["spec"]["ruleSelector"], own_alerts["metadata"]["labels"]) is loaded
 
 
 # --- applied ------------------------------------------------------------------------------------
@@ -175,13 +202,16 @@ def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
 
 def service_account_kubeconfig(cluster: Cluster, folder: Path) -> Path:
     """A kubeconfig for the overlay's ServiceAccount (a bound token, as a pod would get)."""
-    ns, name = SA
+    return token_kubeconfig(cluster, folder, *SA)
+
+
+def token_kubeconfig(cluster: Cluster, folder: Path, ns: str, name: str) -> Path:
     r = httpx.post(f"{cluster.server}/api/v1/namespaces/{ns}/serviceaccounts/{name}/token", verify=False, timeout=10,
                    headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
                    json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                          "spec": {"expirationSeconds": 3600}})
     assert r.status_code == 201, r.text
-    path = folder / "sa.kubeconfig"
+    path = folder / f"{ns}-{name}.kubeconfig"
     path.write_text(yaml.safe_dump(kubeconfig(cluster.server, r.json()["status"]["token"], name)))
     return path
 
@@ -239,6 +269,30 @@ def test_default_layout_applied_lets_the_service_account_read_cluster_wide(fresh
     assert may(fresh, kc, "watch", "routes", "route.openshift.io", "")
     assert may(fresh, kc, "create", "prometheusrules", "monitoring.coreos.com", "elsewhere")
     assert not may(fresh, kc, "get", "secrets", "", "elsewhere")
+
+
+@pytest.mark.cluster
+def test_teams_with_the_builtin_edit_role_may_create_routemonitors(fresh: Cluster, tmp_path: Path) -> None:
+    """deploy/ aggregates RouteMonitor rules into view/edit/admin (the clusterrole-aggregation
+    controller runs in the test control plane): a team's ServiceAccount bound to `edit` in its
+    namespace may create RouteMonitors there, one bound to `view` may only read them, and neither
+    may write their status."""
+    apply(fresh, render("default"))
+    kube = admin_client(fresh)
+    kube.create(Namespace(metadata=ObjectMeta(name="team")))
+    for who, role in (("dev", "edit"), ("reader", "view")):
+        kube.create(ServiceAccount(metadata=ObjectMeta(name=who, namespace="team")))
+        kube.create(RoleBinding(metadata=ObjectMeta(name=who, namespace="team"),
+                                roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
+                                subjects=[Subject(kind="ServiceAccount", name=who, namespace="team")]))
+    dev = token_kubeconfig(fresh, tmp_path, "team", "dev")
+    reader = token_kubeconfig(fresh, tmp_path, "team", "reader")
+    wait_for(lambda: may(fresh, dev, "create", "routemonitors", "routemonitor.io", "team"), timeout=30,
+             what="the edit role to aggregate route-monitor-edit")
+    assert may(fresh, reader, "list", "routemonitors", "routemonitor.io", "team")
+    assert not may(fresh, reader, "create", "routemonitors", "routemonitor.io", "team")
+    assert not may(fresh, dev, "create", "routemonitors", "routemonitor.io", "elsewhere")
+    assert not may(fresh, dev, "patch", "routemonitors/status", "routemonitor.io", "team")
 
 
 @pytest.mark.cluster

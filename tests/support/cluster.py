@@ -217,7 +217,7 @@ def start_cluster(workdir: Path) -> Cluster:
         _install(cluster)
         cluster._spawn("kube-controller-manager", [
             str(KUBE_BIN / "kube-controller-manager"), f"--kubeconfig={admin_kc}",
-            "--controllers=garbagecollector,namespace", "--bind-address=127.0.0.1", "--secure-port=0",
+            "--controllers=garbagecollector,namespace,clusterrole-aggregation", "--bind-address=127.0.0.1", "--secure-port=0",
             "--port=0", "--leader-elect=false",
         ])
         wait_for(lambda: "all resource monitors have synced" in cluster.log("kube-controller-manager", 200),
