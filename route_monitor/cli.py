@@ -9,6 +9,8 @@ import re
 import sys
 from collections.abc import Sequence
 
+import prometheus_client
+
 from route_monitor import __version__
 
 
@@ -121,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # process-wide, before any metric exists: no `_created` series (Prometheus does not use them,
+    # and they add a series to every counter and histogram on /metrics)
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     module = importlib.import_module(f"route_monitor.commands.{args.command}")
     try:
         return int(module.run(args))

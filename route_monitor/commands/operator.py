@@ -21,7 +21,8 @@ from prometheus_client import CollectorRegistry
 from alert_rules import names
 from route_monitor import logs
 from route_monitor.commands.rules import rule_defaults
-from route_monitor.operator import http, scrapesync
+from route_monitor.httpserver import MetricsServer
+from route_monitor.operator import scrapesync
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -86,8 +87,9 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
     references = ReferenceWatches(client, on_change=references_changed)
     supervisor.reconciler.credentials = OperatorCredentials(references)
     ready = asyncio.Event()
-    runner = await http.serve(registry, host="0.0.0.0", port=settings.metrics_port, ready=ready.is_set,
-                             render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)
+    server = MetricsServer(registry, "0.0.0.0", settings.metrics_port, ready=ready.is_set,
+                           render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)
+    server.start()
     await engine.start()
     tasks: list[asyncio.Task[None]] = []
 
@@ -123,7 +125,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
         )
     finally:
         await stop_work()
-        await runner.cleanup()
+        server.stop()
         await client.close()
     return 0
 
