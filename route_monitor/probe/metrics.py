@@ -45,7 +45,7 @@ HELP = {
     names.TLS_CERT_EXPIRY: "Leaf certificate notAfter (seconds since the epoch), reported even when verification fails",
     names.TARGET_INFO: "What is being probed (always 1)",
     names.PROBES_IN_FLIGHT: "Probes running right now",
-    names.PROBES_EXCLUDED_TOTAL: "Probes whose result did not count in the SLO, by reason (maintenance, warmup, paused)",
+    names.PROBES_EXCLUDED_TOTAL: "Probes whose result did not count in the SLO, by reason",
     names.MAINTENANCE: "1 while the monitor is in a maintenance window or paused, else 0",
 }
 
