@@ -114,8 +114,9 @@ class Timeline:
                 (names.PROBES_TOTAL, ((names.LABEL_RESULT, names.RESULT_FAILURE),), c["failure"])]
             first = next((i for i, v in enumerate(c["excluded"]) if v), None)  # created lazily, like /metrics
             if first is not None:
+                lazy: list[float | None] = [None] * first
                 rows.append((names.PROBES_EXCLUDED_TOTAL, ((names.LABEL_REASON, self.excluded_reason),),
-                             [None] * first + c["excluded"][first:]))
+                             lazy + c["excluded"][first:]))
             if self.threshold_le is not None:
                 hist = names.PROBE_DURATION_SECONDS
                 rows += [(f"{hist}_count", (), c["count"]),
