@@ -5,18 +5,24 @@ Covers: cron windows in an IANA zone and one-off windows, from ``spec.maintenanc
 annotation and ``spec.probe.warmup``; half-open windows; what a 2h window at 02:00 does on
 both daylight-saving nights in Europe/Paris; every bad input as an InvalidSpec naming the
 field (invalid cron, unknown zone, a window longer than the time between its starts, an end
-before its start, a line that is neither form).
+before its start, a line that is neither form); ``check`` prints the next window start with
+its offset.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import io
+import textwrap
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from alert_rules.model import InvalidSpec
 from route_monitor.annotations import monitor_manifest
+from route_monitor.commands import check
 from route_monitor.maintenance import CronWindow, OneOffWindow, local_time, span_at, state_at, upcoming
 from route_monitor.spec import DEFAULT_WARMUP_MS, parse_routemonitor
 
@@ -158,3 +164,37 @@ def test_bad_annotation_on_a_route_names_the_annotation(value: str, says: str) -
         monitor_manifest(route, "route")
     assert e.value.field == ANN
     assert says in str(e.value)
+
+
+def test_check_prints_the_next_window_start_with_its_offset(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(textwrap.dedent("""\
+        apiVersion: routemonitor.io/v1alpha1
+        kind: RouteMonitor
+        metadata:
+          name: web
+          namespace: shop
+          annotations: {routemonitor.io/maintenance: "0 2 * * SUN 2h Europe/Paris"}
+        spec:
+          target: {url: "https://web.example"}
+          slo: {availability: "99.9"}
+          probe: {warmup: 0s}
+          paused: true
+          maintenance: [{start: "2026-11-24T02:00:00Z", end: "2026-11-24T04:00:00Z"}]
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: api
+          namespace: shop
+          annotations: {routemonitor.io/slo: "99", routemonitor.io/maintenance: "30 1 * * * 30m America/New_York"}
+        spec: {ports: [{port: 80}]}
+        """))
+    out, err = io.StringIO(), io.StringIO()
+    assert check.run(argparse.Namespace(paths=[str(tmp_path)]), out=out, err=err, now=at(2026, 11, 24, 3)) == 0
+    web = out.getvalue().split("\n\n")[1]
+    assert "  paused: probes go on, no result counts in the SLO" in web
+    assert "  maintenance: 2 window(s), next starts 2026-11-29T02:00:00+01:00 (0 2 * * SUN, 2h, Europe/Paris)" in web
+    assert "warm-up" not in web
+    api = out.getvalue().split("\n\n")[0]
+    assert "  maintenance: 1 window(s), next starts 2026-11-24T01:30:00-05:00 (30 1 * * *, 30m, America/New_York)" in api
+    assert "  warm-up: 10m after creation or a URL change" in api
