@@ -110,6 +110,11 @@ def upcoming(windows: tuple[Window, ...], t: float) -> tuple[Window, float] | No
     return windows[i], s
 
 
+def next_window_start(windows: tuple[Window, ...], t: float) -> float | None:
+    found = upcoming(windows, t)
+    return None if found is None else found[1]
+
+
 def local_time(window: Window, epoch: float) -> str:
     """An absolute date and time with its offset, on the window's own clock."""
     zone = ZoneInfo(window.zone) if isinstance(window, CronWindow) else UTC

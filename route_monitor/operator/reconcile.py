@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
+from route_monitor import maintenance
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import ownership, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
@@ -183,7 +184,8 @@ class Reconciler:
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
                               finding_errors=errors, finding_warnings=warnings,
-                              last_result=self.results.get(key), probed_by=self._member)
+                              last_result=self.results.get(key), probed_by=self._member,
+                              next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()))
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)
         if rules.retry:
