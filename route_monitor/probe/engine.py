@@ -135,11 +135,6 @@ class ProbeEngine:
         since = spec.created if old is None and spec.created is not None else self._wall()
         return Gate(policy, warming_since=since if policy.warmup_seconds > 0 else None)
 
-    def exclusion(self, key: tuple[str, str], now: float) -> Exclusion | None:
-        """What a result of ``key`` taken at ``now`` would be excluded for (for status), success aside."""
-        worker = self._workers.get(key)
-        return None if worker is None else worker.gate.state(now)
-
     def remove_monitor(self, key: tuple[str, str]) -> None:
         worker = self._workers.pop(key, None)
         if worker is not None and worker.task is not None:

@@ -52,9 +52,6 @@ class Gate:
             self._in_window, self._boundary = state_at(self.policy.windows, now)
         return self._in_window
 
-    def warming(self, now: float) -> bool:
-        return now < self.warm_until
-
     def decide(self, now: float, success: bool) -> Exclusion | None:
         """The exclusion of a result of a probe started at ``now``, or None: it counts."""
         if self.policy.paused:
@@ -69,11 +66,3 @@ class Gate:
         if success:
             self.warm_until, self.since = 0.0, None
         return reason
-
-    def state(self, now: float) -> Exclusion | None:
-        """What a result taken now would be excluded for, success aside (for status and the gauge)."""
-        if self.policy.paused:
-            return Exclusion.PAUSED
-        if self.policy.windows and self.in_window(now):
-            return Exclusion.MAINTENANCE
-        return Exclusion.WARMUP if self.warm_until and now < self.warm_until else None
