@@ -22,8 +22,8 @@ from alert_rules.model import (
     parse_percent,
 )
 from route_monitor import urls
-from route_monitor.requestspec import RequestOptions, parse_request
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
+from route_monitor.requestspec import RequestOptions, parse_request
 
 TargetKind = Literal["route", "service", "url"]
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")

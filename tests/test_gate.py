@@ -78,7 +78,7 @@ def test_changed_policy_keeps_warmup_state() -> None:
 # --- through the engine ---------------------------------------------------------------------
 
 def spec_for(url: str, **changes: object) -> tuple[MonitorSpec, ResolvedTarget]:
-    spec = MonitorSpec("shop", "web", Target("url", url=url), probe=ProbeSettings(interval_ms=100, timeout_ms=50))
+    spec = MonitorSpec("shop", "web", Target("url", url=url), probe=ProbeSettings(interval_ms=250, timeout_ms=200))
     return replace(spec, **changes), ResolvedTarget(url, "url", "")  # type: ignore[arg-type]
 
 
