@@ -5,7 +5,9 @@ RouteMonitor with ``spec.paused`` and ``spec.maintenance``; it is probed, but it
 ``route_monitor_probes_excluded_total{reason="paused"}``, ``route_monitor_maintenance`` is 1,
 ``Probing`` has reason ``Paused`` and ``status.nextMaintenance`` is the next window start;
 un-pausing counts results again. A bad window (unknown zone) is a Warning event naming the
-annotation, the window and the value, and the monitor keeps its last good spec.
+annotation, the window and the value, and the monitor keeps its last good spec; a hand-written
+RouteMonitor edited into an invalid cron is ``InvalidSpec`` naming the field, and probing goes on
+with its last valid spec.
 """
 
 from __future__ import annotations
@@ -86,3 +88,21 @@ def test_bad_window_is_a_warning_and_the_last_good_spec_stays(
     assert names.ANN_MAINTENANCE in message and "window 1 (timeZone)" in message and "Mars/Olympus" in message
     still = get(kube, RouteMonitor, "keep", ns)
     assert still is not None and still["spec"] == good["spec"]
+
+
+def test_invalid_edit_of_a_routemonitor_names_the_field_and_probing_goes_on(
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+    kube.create(route(ns, "web", target.host))  # not annotated: the RouteMonitor below is written by hand
+    kube.create(RouteMonitor.from_dict({
+        "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": "web", "namespace": ns},
+        "spec": {"target": {"route": {"name": "web"}}, "probe": {"interval": "1s"}, "slo": {"availability": "99.9"},
+                 "maintenance": [{"schedule": "0 2 * * SUN", "duration": "2h", "timeZone": "Europe/Paris"}]}}))
+    wait_monitor(kube, ns, "web", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
+    kube.patch(RouteMonitor, "web", {"spec": {"maintenance": [{"schedule": "0 25 * * SUN", "duration": "2h"}]}},
+               namespace=ns, patch_type=PatchType.MERGE)
+    m = wait_monitor(kube, ns, "web", lambda m: condition(m, "Ready").get("reason") == "InvalidSpec", "InvalidSpec")
+    message = condition(m, "Ready")["message"]
+    assert "spec.maintenance[0].schedule" in message and "'0 25 * * SUN'" in message
+    assert "probing goes on with the last valid spec" in message
+    hits = target.count()
+    wait_for(lambda: target.count() >= hits + 2, timeout=10, what="probing to go on with the last valid spec")
