@@ -198,8 +198,8 @@ def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
             raise InvalidSpec(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
     tls = _map(p.get("tls"), f"{field}.tls")
     warmup = p.get("warmup")
-    warmup_ms = (DEFAULT_WARMUP_MS if warmup is None else 0 if warmup in ("0", "0s", "0m")
-                 else parse_duration_ms(warmup, f"{field}.warmup"))
+    off = isinstance(warmup, str) and re.fullmatch(r"0+(ms|[smhdwy])?", warmup) is not None
+    warmup_ms = DEFAULT_WARMUP_MS if warmup is None else 0 if off else parse_duration_ms(warmup, f"{field}.warmup")
     return ProbeSettings(
         interval_ms=interval,
         timeout_ms=timeout,

@@ -44,7 +44,8 @@ def test_defaults_no_windows_not_paused_ten_minute_warmup() -> None:
     m = parse_routemonitor(rm())
     assert m.maintenance == () and not m.paused
     assert m.probe.warmup_ms == DEFAULT_WARMUP_MS == 600_000
-    assert parse_routemonitor(rm({"probe": {"warmup": "0s"}})).probe.warmup_ms == 0
+    for off in ("0s", "0m", "0ms", "0"):
+        assert parse_routemonitor(rm({"probe": {"warmup": off}})).probe.warmup_ms == 0
     assert parse_routemonitor(rm({"probe": {"warmup": "30m"}})).probe.warmup_ms == 1_800_000
 
 
