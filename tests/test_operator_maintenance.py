@@ -7,7 +7,8 @@ RouteMonitor with ``spec.paused`` and ``spec.maintenance``; it is probed, but it
 un-pausing counts results again. A bad window (unknown zone) is a Warning event naming the
 annotation, the window and the value, and the monitor keeps its last good spec; a hand-written
 RouteMonitor edited into an invalid cron is ``InvalidSpec`` naming the field, and probing goes on
-with its last valid spec.
+with its last valid spec; a target failing from its creation is ``WarmingUp`` (failures excluded)
+until its first success, after which failures count.
 """
 
 from __future__ import annotations
@@ -106,3 +107,20 @@ def test_invalid_edit_of_a_routemonitor_names_the_field_and_probing_goes_on(
     assert "probing goes on with the last valid spec" in message
     hits = target.count()
     wait_for(lambda: target.count() >= hits + 2, timeout=10, what="probing to go on with the last valid spec")
+
+
+def test_target_failing_from_creation_is_warming_up_until_its_first_success(
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+    target.status = 503
+    kube.create(route(ns, "new", target.host, annotations()))
+    m = wait_monitor(kube, ns, "new", lambda m: condition(m, "Probing").get("reason") == "WarmingUp", "WarmingUp")
+    assert m["status"]["lastProbe"]["result"] == "failure" and m["status"]["lastProbe"]["excluded"] == "warmup"
+    labels = {"namespace": ns, "monitor": "new"}
+    wait_for(lambda: (operator.sample(names.PROBES_EXCLUDED_TOTAL, **labels, reason="warmup") or 0) >= 2,
+             timeout=15, what="excluded warm-up probes")
+    assert operator.sample(names.PROBES_TOTAL, **labels, result="failure") == 0
+    target.status = 200  # the first success ends warm-up: from then on every result counts
+    wait_monitor(kube, ns, "new", lambda m: condition(m, "Probing").get("reason") == "Probing", "warm-up over")
+    target.status = 503
+    wait_for(lambda: (operator.sample(names.PROBES_TOTAL, **labels, result="failure") or 0) >= 1, timeout=15,
+             what="failures counted after warm-up")
