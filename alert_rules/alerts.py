@@ -117,17 +117,19 @@ def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dic
 
 def probes_absent_alert(slo: MonitorSLO, ratio5m_sel: str) -> dict[str, Any]:
     """No probe result for 10 minutes: the 5m error ratio has had nothing to divide (0/0) or no
-    series at all for 5 minutes (``for: 5m``)."""
+    series at all for 5 minutes (``for: 5m``), and no excluded probe (Contract 9: a window, a
+    pause or warm-up) was recorded either."""
+    excluded = promql.selector(names.PROBES_EXCLUDED_TOTAL, promql.monitor_matchers(slo.namespace, slo.name))
     return {
         "alert": names.ALERT_PROBES_ABSENT,
-        "expr": promql.no_results(ratio5m_sel),
+        "expr": promql.no_results(ratio5m_sel, excluded, "5m"),
         "for": ABSENT_FOR,
         "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
         "annotations": _annotations(
             slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
-            f"No probe of {_who(slo)} has been recorded for {ABSENT_AFTER} ({names.PROBES_TOTAL} is gone "
-            "or not increasing), so its SLO is not being measured. Check that route-monitor is running, "
-            "that Prometheus scrapes it, and the RouteMonitor's status conditions."),
+            f"No probe of {_who(slo)} has been recorded for {ABSENT_AFTER} (neither {names.PROBES_TOTAL} "
+            f"nor {names.PROBES_EXCLUDED_TOTAL} is increasing), so its SLO is not being measured. Check that "
+            "route-monitor is running, that Prometheus scrapes it, and the RouteMonitor's status conditions."),
     }
 
 

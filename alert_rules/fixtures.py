@@ -170,6 +170,30 @@ class _Fixture:
                                       (n + 1) * self.slo.interval_ms + 20 * _M)],
                           [gauge])
 
+    def maintenance(self) -> list[dict[str, Any]]:
+        n, iv, anything = self.n, self.slo.interval_ms, ".+"
+        out = [self.group("maintenance window over a healthy period fires nothing", self.timeline(
+            steps("ok", n(30 * _M)) + steps("excluded", n(2 * _H)) + steps("ok", n(30 * _M))),
+            [self.none(3 * _H, 3 * _H, anything)])]
+        out.append(self.group("target up within warm-up never pages", self.timeline(
+            steps("excluded", n(4 * _M)) + steps("ok", n(2 * _H)), excluded_reason=names.EXCLUDED_WARMUP),
+            [self.none(2 * _H, 2 * _H, anything)]))
+        page = [w for w in enabled_windows(self.slo) if w.severity == "page" and is_fast(w)]
+        if not page or not trip(page[0], slis(self.slo)[0].budget, iv).possible:
+            return out
+        rule = self.rules[(names.ALERT_ERROR_BUDGET_BURN, page[0].long)]
+        soon = max(3 * _M, 2 * iv + _M)  # only failures are counted after it: two of them page (the guard)
+        end = (n(30 * _M) + n(2 * _H)) * iv
+        outage = self.timeline(steps("ok", n(30 * _M)) + steps("excluded", n(2 * _H)) + steps("fail", n(_H)))
+        out.append(self.group("hard outage inside a maintenance window pages only after it ends", outage,
+                              [self.none(end, end, anything), self.firing(rule, end + soon)]))
+        warm = n(10 * _M) * iv
+        failing = self.timeline(steps("excluded", n(10 * _M)) + steps("fail", n(_H)),
+                                excluded_reason=names.EXCLUDED_WARMUP)
+        out.append(self.group("target failing from creation pages right after warm-up", failing,
+                              [self.none(warm, warm, anything), self.firing(rule, warm + soon)]))
+        return out
+
     def latency(self) -> list[dict[str, Any]]:
         lat = [s for s in slis(self.slo) if s.kind == "latency"]
         if not lat:
@@ -192,6 +216,6 @@ def promtool_tests(slo: MonitorSLO, rule_file: str) -> dict[str, Any]:
     """A ``promtool test rules`` document for ``slo``'s rules, loaded from ``rule_file``."""
     f = _Fixture(slo)
     groups = [f.hard_outage(), *f.single_failure(), f.slow_burn(), f.restart_and_move(), *f.absent(),
-              f.certificate(), *f.latency()]
+              f.certificate(), *f.latency(), *f.maintenance()]
     return {"rule_files": [rule_file], "evaluation_interval": durations.format_ms(EVAL_MS),
             "tests": [g for g in groups if g is not None]}

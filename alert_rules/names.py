@@ -40,6 +40,16 @@ OWNERSHIP_CHANGES_TOTAL: Final = "route_monitor_ownership_changes_total"
 """Monitors this replica started (``change="gained"``) or stopped (``"lost"``) owning."""
 LEASE_RENEW_FAILURES_TOTAL: Final = "route_monitor_lease_renew_failures_total"
 
+# --- Contract 9: results excluded from the SLI (maintenance windows, pauses, warm-up) ----------
+PROBES_EXCLUDED_TOTAL: Final = "route_monitor_probes_excluded_total"
+"""Probes whose result did not count, by reason (never in ``route_monitor_probes_total``)."""
+MAINTENANCE: Final = "route_monitor_maintenance"
+"""1 while a monitor is in a maintenance window or paused, else 0."""
+EXCLUDED_MAINTENANCE: Final = "maintenance"
+EXCLUDED_WARMUP: Final = "warmup"
+EXCLUDED_PAUSED: Final = "paused"
+EXCLUDED_REASONS: Final = (EXCLUDED_MAINTENANCE, EXCLUDED_WARMUP, EXCLUDED_PAUSED)
+
 # labels
 LABEL_NAMESPACE: Final = "namespace"
 LABEL_MONITOR: Final = "monitor"
@@ -81,6 +91,10 @@ ANN_INTERVAL: Final = "routemonitor.io/interval"
 ANN_LATENCY_THRESHOLD: Final = "routemonitor.io/latency-threshold"
 ANN_LATENCY_SLO: Final = "routemonitor.io/latency-slo"
 ANN_PORT: Final = "routemonitor.io/port"
+ANN_MAINTENANCE: Final = "routemonitor.io/maintenance"
+"""Contract 9: maintenance windows, one a line (on a Route, a Service or a RouteMonitor)."""
+ANN_PAUSED: Final = "routemonitor.io/paused"
+"""Contract 9: ``"true"`` excludes every probe result (on a Route, a Service or a RouteMonitor)."""
 LABEL_GENERATED_FROM: Final = "routemonitor.io/generated-from"
 
 # --- Contract 6: replicas ----------------------------------------------------------------------

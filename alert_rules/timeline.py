@@ -16,9 +16,11 @@ from typing import Literal
 
 from alert_rules import names, promql
 
-Outcome = Literal["ok", "fail", "slow", "idle", "gone"]
+Outcome = Literal["ok", "fail", "slow", "idle", "gone", "excluded"]
 """ok/fail/slow: one probe (slow = succeeded, slower than the latency threshold); idle: the
-series are scraped but no probe happened; gone: nothing is scraped (series stale)."""
+series are scraped but no probe happened; gone: nothing is scraped (series stale); excluded:
+a probe whose result did not count (Contract 9: maintenance window, pause, warm-up), so only
+``route_monitor_probes_excluded_total`` rises (its series appears at the first one)."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,10 @@ class Timeline:
     """``le`` of the latency threshold bucket, when the monitor has a latency SLO."""
     initial_failures: int = 0
     """Failure counter of the first prober at the start (failures from long before the scenario)."""
+    excluded_reason: str = names.EXCLUDED_MAINTENANCE
 
     def _counters(self, instance: str) -> dict[str, list[float | None]]:
-        keys = ("success", "failure", "count", "fast")
+        keys = ("success", "failure", "count", "fast", "excluded")
         out: dict[str, list[float | None]] = {k: [] for k in keys}
         values = dict.fromkeys(keys, 0.0)
         seen = False
@@ -95,6 +98,7 @@ class Timeline:
                 values["success"] += 1
                 values["count"] += 1
                 values["fast"] += st.outcome == "ok"
+            values["excluded"] += st.outcome == "excluded"
             for k in keys:
                 out[k].append(values[k])
         return out
@@ -108,6 +112,11 @@ class Timeline:
             rows: list[tuple[str, tuple[tuple[str, str], ...], list[float | None]]] = [
                 (names.PROBES_TOTAL, ((names.LABEL_RESULT, names.RESULT_SUCCESS),), c["success"]),
                 (names.PROBES_TOTAL, ((names.LABEL_RESULT, names.RESULT_FAILURE),), c["failure"])]
+            first = next((i for i, v in enumerate(c["excluded"]) if v), None)  # created lazily, like /metrics
+            if first is not None:
+                lazy: list[float | None] = [None] * first
+                rows.append((names.PROBES_EXCLUDED_TOTAL, ((names.LABEL_REASON, self.excluded_reason),),
+                             lazy + c["excluded"][first:]))
             if self.threshold_le is not None:
                 hist = names.PROBE_DURATION_SECONDS
                 rows += [(f"{hist}_count", (), c["count"]),

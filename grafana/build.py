@@ -20,7 +20,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from dashlib import NS_MON, Panel, Query, custom_var, dashboard, datasource_var, query_var, row  # noqa: E402
+from dashlib import (  # noqa: E402
+    NS_MON,
+    Panel,
+    Query,
+    annotation,
+    custom_var,
+    dashboard,
+    datasource_var,
+    query_var,
+    row,
+)
 
 from alert_rules import names as n  # noqa: E402
 from alert_rules.model import DEFAULT_PERIOD_MS  # noqa: E402
@@ -156,7 +166,11 @@ def detail() -> dict[str, object]:
                           "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}},
                                          {"id": "custom.lineWidth", "value": 1}]},)),
         Panel("Probe results", (Query(f"sum by ({BY}, {n.LABEL_RESULT}) (increase({n.PROBES_TOTAL}{sel}"
-                                      "[$__rate_interval]))", legend + " {{result}}"),)),
+                                      "[$__rate_interval]))", legend + " {{result}}"),
+                                Query(f"sum by ({BY}, {n.LABEL_REASON}) (increase({n.PROBES_EXCLUDED_TOTAL}{sel}"
+                                      "[$__rate_interval])) or on () vector(0)", legend + " excluded: {{reason}}")),
+              description="Counted results (success, failure) and, next to them, results excluded from the SLO "
+                          "by a maintenance window, a pause or warm-up (shaded: maintenance and pauses)."),
         Panel("Failures by reason", (Query(f"sum by ({n.LABEL_REASON}) (increase({n.PROBE_FAILURES_TOTAL}{sel}"
                                            "[$__rate_interval])) or on () vector(0)", "{{reason}}"),)),
         row("Latency"),
@@ -178,7 +192,15 @@ def detail() -> dict[str, object]:
     return dashboard(uid=UID_DETAIL, title="route-monitor / Monitor detail", tags=["route-monitor", "slo"],
                      description="One monitor's availability, burn rates, latency and failures.",
                      variables=monitor_vars(), panels=panels,
-                     links=({**detail_link(), "title": "SLO overview", "url": f"/d/{UID_OVERVIEW}"},))
+                     links=({**detail_link(), "title": "SLO overview", "url": f"/d/{UID_OVERVIEW}"},),
+                     annotations=(maintenance_annotation(),))
+
+
+def maintenance_annotation() -> dict[str, object]:
+    """Maintenance windows and pauses as shaded regions (the engine's gauge is 1 during them)."""
+    return annotation("Maintenance and pauses", f"{n.MAINTENANCE}{{{NS_MON}}} == 1",
+                      title="Maintenance or pause", text="{{namespace}}/{{monitor}}: results not counted",
+                      color="rgba(255, 152, 48, 0.25)")
 
 
 def operator() -> dict[str, object]:

@@ -79,9 +79,16 @@ def row(title: str) -> Panel:
     return Panel(title=title, queries=(), kind="row", width=24, height=1)
 
 
+def annotation(name: str, expr: str, *, title: str, text: str, color: str) -> dict[str, Any]:
+    """A Prometheus annotation: a region on every time series panel where ``expr`` has a value."""
+    return {"name": name, "datasource": DS, "enable": True, "hide": False, "iconColor": color, "expr": expr,
+            "step": "1m", "titleFormat": title, "textFormat": text, "tagKeys": "namespace,monitor",
+            "useValueForTime": False}
+
+
 def dashboard(*, uid: str, title: str, description: str, panels: list[Panel],
               variables: list[dict[str, Any]], tags: list[str],
-              links: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+              links: tuple[dict[str, Any], ...] = (), annotations: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     x = y = row_height = 0
     for pid, p in enumerate(panels, start=1):
@@ -100,6 +107,6 @@ def dashboard(*, uid: str, title: str, description: str, panels: list[Panel],
         "uid": uid, "title": title, "description": description, "tags": tags,
         "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1,
         "time": {"from": "now-24h", "to": "now"}, "refresh": "1m", "timezone": "browser",
-        "templating": {"list": variables}, "annotations": {"list": []}, "links": list(links),
+        "templating": {"list": variables}, "annotations": {"list": list(annotations)}, "links": list(links),
         "panels": out,
     }

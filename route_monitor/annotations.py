@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
-from route_monitor.spec import MonitorSpec, parse_routemonitor
+from route_monitor.maintenance import annotation_items, as_annotation_error
+from route_monitor.spec import MonitorSpec, parse_paused, parse_routemonitor
 
 SourceKind = Literal["route", "service"]
 
@@ -26,11 +27,14 @@ _FIELD_TO_ANNOTATION = {
     "spec.slo.latency.threshold": names.ANN_LATENCY_THRESHOLD,
     "spec.slo.latency.objective": names.ANN_LATENCY_SLO,
     "spec.target.service.port": names.ANN_PORT,
+    "spec.paused": names.ANN_PAUSED,
 }
 
 
 def annotation_for(field: str) -> str | None:
     """The annotation that sets a spec field (``spec.slo.availability`` -> ``routemonitor.io/slo``)."""
+    if field.startswith("spec.maintenance"):
+        return names.ANN_MAINTENANCE
     return _FIELD_TO_ANNOTATION.get(field)
 
 
@@ -70,6 +74,11 @@ def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]
     if has_thr:
         spec["slo"]["latency"] = {"threshold": ann[names.ANN_LATENCY_THRESHOLD],
                                   "objective": ann[names.ANN_LATENCY_SLO]}
+    if names.ANN_MAINTENANCE in ann:
+        field = f"metadata.annotations[{names.ANN_MAINTENANCE}]"
+        spec["maintenance"] = annotation_items(ann[names.ANN_MAINTENANCE], field)
+    if names.ANN_PAUSED in ann:
+        spec["paused"] = parse_paused(ann[names.ANN_PAUSED], f"metadata.annotations[{names.ANN_PAUSED}]")
     manifest = {
         "apiVersion": names.API_VERSION,
         "kind": names.KIND,
@@ -83,9 +92,11 @@ def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]
     try:
         parse_routemonitor(manifest)
     except InvalidSpec as e:
-        annotation = _FIELD_TO_ANNOTATION.get(e.field)
+        annotation = annotation_for(e.field)
         if annotation is None:
             raise
+        if annotation == names.ANN_MAINTENANCE:
+            raise as_annotation_error(e, f"metadata.annotations[{annotation}]") from None
         raise _ann_error(annotation, ann.get(annotation, e.value), e.reason) from None
     return manifest
 

@@ -22,6 +22,7 @@ from alert_rules.model import (
     parse_percent,
 )
 from route_monitor import urls
+from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.requestspec import RequestOptions, parse_request
 
 TargetKind = Literal["route", "service", "url"]
@@ -30,6 +31,7 @@ DEFAULT_INTERVAL_MS = 30_000
 DEFAULT_TIMEOUT_MS = 10_000
 DEFAULT_MAX_REDIRECTS = 10
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+DEFAULT_WARMUP_MS = 600_000
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 
@@ -60,6 +62,9 @@ class ProbeSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     request: RequestOptions = field(default_factory=RequestOptions)
     """Headers, auth and TLS references (Contract 8, ``route_monitor.requestspec``)."""
+    warmup_ms: int = DEFAULT_WARMUP_MS
+    """Contract 9: after creation or a URL change, results are excluded until the first success or
+    until this has passed; 0 turns warm-up off."""
 
     def status_ok(self, status: int) -> bool:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
@@ -75,6 +80,12 @@ class MonitorSpec:
     probe: ProbeSettings = field(default_factory=ProbeSettings)
     objective: Objective = field(default_factory=lambda: Objective(availability=parse_percent("99.9", "")))
     alerting: Alerting = field(default_factory=Alerting)
+    maintenance: tuple[Window, ...] = ()
+    """Contract 9: windows whose probe results are excluded from the SLI."""
+    paused: bool = False
+    """Contract 9: every result is excluded (``spec.paused`` or ``routemonitor.io/paused: "true"``)."""
+    created: float | None = None
+    """``metadata.creationTimestamp`` (epoch seconds) when known: warm-up counts from it."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -186,6 +197,9 @@ def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
         if method == "HEAD":
             raise InvalidSpec(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
     tls = _map(p.get("tls"), f"{field}.tls")
+    warmup = p.get("warmup")
+    off = isinstance(warmup, str) and re.fullmatch(r"0+(ms|[smhdwy])?", warmup) is not None
+    warmup_ms = DEFAULT_WARMUP_MS if warmup is None else 0 if off else parse_duration_ms(warmup, f"{field}.warmup")
     return ProbeSettings(
         interval_ms=interval,
         timeout_ms=timeout,
@@ -194,6 +208,7 @@ def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
         body_regex=None if body_regex is None else str(body_regex),
         insecure_skip_verify=_bool(tls.get("insecureSkipVerify"), f"{field}.tls.insecureSkipVerify", False),
         request=parse_request(p, field),
+        warmup_ms=warmup_ms,
     )
 
 
@@ -242,10 +257,33 @@ def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "defa
     if objective.latency and objective.latency.threshold_ms > probe.timeout_ms:
         raise InvalidSpec("spec.slo.latency.threshold", objective.latency.threshold_ms,
                           f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
+    windows, paused = _maintenance(spec, _map(meta.get("annotations"), "metadata.annotations"))
+    created = meta.get("creationTimestamp")
     return MonitorSpec(
         namespace=str(namespace), name=name, target=parse_target(spec.get("target")), path=path,
         probe=probe, objective=objective, alerting=parse_alerting(spec.get("alerting")),
+        maintenance=windows, paused=paused,
+        created=None if created is None else parse_instant(created, "metadata.creationTimestamp"),
     )
+
+
+def _maintenance(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> tuple[tuple[Window, ...], bool]:
+    """``spec.maintenance`` and ``spec.paused``, plus the RouteMonitor's own Contract 9 annotations."""
+    windows = parse_windows(spec.get("maintenance"))
+    if names.ANN_MAINTENANCE in annotations:
+        windows += annotation_windows(annotations[names.ANN_MAINTENANCE],
+                                      f"metadata.annotations[{names.ANN_MAINTENANCE}]")
+    paused = _bool(spec.get("paused"), "spec.paused", False)
+    if names.ANN_PAUSED in annotations:
+        paused = paused or parse_paused(annotations[names.ANN_PAUSED], f"metadata.annotations[{names.ANN_PAUSED}]")
+    return windows, paused
+
+
+def parse_paused(value: object, field: str) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidSpec(field, value, 'expected "true" or "false"')
+    return text == "true"
 
 
 def is_routemonitor(obj: Mapping[str, Any]) -> bool:

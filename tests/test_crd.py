@@ -88,6 +88,7 @@ def create(cluster: Cluster, obj: dict[str, Any], plural: str = "routemonitors",
 def test_duration_pattern_is_the_one_the_generator_parses() -> None:
     probe = SCHEMA["properties"]["spec"]["properties"]["probe"]["properties"]
     assert probe["interval"]["pattern"] == durations.PATTERN
+    assert probe["warmup"]["pattern"] == durations.PATTERN
     assert re.fullmatch(durations.PATTERN, "1h30m") and not re.fullmatch(durations.PATTERN, "30 seconds")
 
 
@@ -108,6 +109,9 @@ def test_printer_columns_short_name_and_status_subresource() -> None:
     pytest.param(with_spec(probe=None, path=None, alerting=None, slo={"availability": "99.95"}), id="minimal"),
     pytest.param(with_spec(slo__availability="0.5"), id="availability-below-one"),
     pytest.param(with_spec(probe=REQUEST_SETTINGS), id="headers-auth-tls-references"),
+    pytest.param(with_spec(maintenance=[{"schedule": "0 2 * * SUN", "duration": "2h", "timeZone": "Europe/Paris"},
+                                        {"start": "2026-12-01T02:00:00Z", "end": "2026-12-01T04:00:00Z"}],
+                           paused=True, probe__warmup="0s"), id="maintenance-paused-warmup"),
 ])
 def test_schema_accepts(cluster: Cluster, crd_ns: str, obj: dict[str, Any]) -> None:
     r = create(cluster, obj)
@@ -139,6 +143,11 @@ def test_schema_accepts(cluster: Cluster, crd_ns: str, obj: dict[str, Any]) -> N
     pytest.param(with_spec(probe__tls={"caRef": {"configMap": {"name": "a"}, "secret": {"name": "b"}}}),
                  "spec.probe.tls.caRef", id="ca-from-two-places"),
     pytest.param(with_spec(probe__headers={"X-Count": 3}), "spec.probe.headers", id="header-not-a-string"),
+    pytest.param(with_spec(maintenance=[{"schedule": "0 2 * * SUN"}]), "spec.maintenance", id="window-without-duration"),
+    pytest.param(with_spec(maintenance=[{"start": "2026-12-01T02:00:00Z"}]), "spec.maintenance", id="window-without-end"),
+    pytest.param(with_spec(maintenance=[{"start": "tomorrow", "end": "2026-12-01T04:00:00Z"}]), "spec.maintenance",
+                 id="window-start-not-a-time"),
+    pytest.param(with_spec(probe__warmup="10 minutes"), "spec.probe.warmup", id="warmup-in-words"),
 ])
 def test_schema_rejects(cluster: Cluster, crd_ns: str, obj: dict[str, Any], field: str) -> None:
     r = create(cluster, obj)

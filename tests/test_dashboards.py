@@ -121,3 +121,17 @@ def test_overview_rows_link_to_the_monitor_detail_dashboard() -> None:
     links = [prop["value"][0]["url"] for o in table["fieldConfig"]["overrides"] for prop in o["properties"]
              if prop["id"] == "links"]
     assert links and all(u.startswith("/d/route-monitor-detail/") and "${__data.fields.monitor}" in u for u in links)
+
+
+def test_monitor_detail_shades_maintenance_and_shows_excluded_probes() -> None:
+    """Contract 9: maintenance windows and pauses as annotations (regions where the engine's gauge
+    is 1), excluded probes next to counted ones. The queries run against real Prometheus data in
+    ``test_e2e_maintenance.py``."""
+    dash = load("monitor-detail.json")
+    [shade] = dash["annotations"]["list"]
+    assert shade["datasource"]["uid"] == "${datasource}" and shade["enable"]
+    assert shade["expr"] == f'{names.MAINTENANCE}{{namespace=~"$namespace", monitor=~"$monitor"}} == 1'
+    [results] = [p for p in dash["panels"] if p["title"] == "Probe results"]
+    exprs = [t["expr"] for t in results["targets"]]
+    assert names.PROBES_TOTAL in exprs[0] and names.PROBES_EXCLUDED_TOTAL in exprs[1]
+    assert exprs[1].endswith("or on () vector(0)")  # no excluded probes: 0, not "No data"

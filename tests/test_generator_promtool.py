@@ -12,6 +12,11 @@ Covers:
   1h/5m page resolves within 10 minutes and no page is left after 40; a prober restart and a
   move to another instance fire nothing and leave no gap; a latency burn pages on latency
   only; probes vanishing fire RouteMonitorProbesAbsent; the user's ``{{`` shows literally;
+- Contract 9 (in the generator's own fixtures, for every fixture monitor): a hard outage inside
+  a 2h maintenance window pages only after it ends, within minutes; a window over a healthy
+  period fires nothing (and would fire RouteMonitorProbesAbsent if excluded probes were not
+  counted as present); a target failing from its creation pages right after warm-up, one that
+  comes up within warm-up never pages;
 - the scenarios can fail: without the two-probe guard, the single-failure scenario fails.
 
 Each scenario is its own promtool run; they run in parallel (module fixture) and are reported
@@ -238,13 +243,26 @@ def without_guard(job: Job) -> Job:
     return Job(job.name + "-WITHOUT-GUARD", rules, job.tests)
 
 
+def absent_ignoring_excluded_job() -> Job:
+    """The generator's healthy-window fixture with a RouteMonitorProbesAbsent that does not count
+    excluded probes (as before Contract 9): a window over a healthy period then fires it."""
+    slo = monitor("99.9", 30)
+    tests = promtool_tests(slo, "rules.yml")
+    tests["tests"] = [g for g in tests["tests"] if g["name"].startswith("maintenance window over a healthy period")]
+    rules = prometheus_rule_file([slo])
+    mutated = re.sub(r"\n *unless on \(namespace, monitor\)\n[^\n]*probes_excluded_total[^\n]*> 0", "", rules)
+    assert mutated != rules
+    return Job("maintenance-fixtures-WITH-ABSENT-IGNORING-EXCLUDED", mutated, tests)
+
+
 SCENARIOS = [*single_failure_jobs(), *hard_outage_jobs(), *other_jobs(), literal_annotation_job()]
 MUTANTS = [without_guard(j) for j in SCENARIOS if j.name == "single-failed-probe-never-fires-99.99-30s"]
+ABSENT_MUTANT = absent_ignoring_excluded_job()
 
 
 @pytest.fixture(scope="module")
 def scenario_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
-    return promtool.run_many([*SCENARIOS, *MUTANTS], tmp_path_factory.mktemp("scenarios"))
+    return promtool.run_many([*SCENARIOS, *MUTANTS, ABSENT_MUTANT], tmp_path_factory.mktemp("scenarios"))
 
 
 @pytest.mark.parametrize("name", [j.name for j in SCENARIOS])
@@ -257,6 +275,12 @@ def test_single_failure_scenario_catches_a_missing_guard(scenario_results: dict[
     [mutant] = MUTANTS
     result = scenario_results[mutant.name]
     assert not result.ok and "RouteMonitorErrorBudgetBurn" in result.output
+
+
+def test_maintenance_fixtures_catch_probes_absent_ignoring_excluded_probes(
+        scenario_results: dict[str, promtool.Result]) -> None:
+    result = scenario_results[ABSENT_MUTANT.name]
+    assert not result.ok and "RouteMonitorProbesAbsent" in result.output, result.output
 
 
 # --- the generator's own fixtures ---------------------------------------------------------------
@@ -289,6 +313,10 @@ def test_generated_fixtures_cover_the_scenarios() -> None:
     for expected in ("hard outage pages, then resolves", "single failed probe fires nothing",
                      "steady slow burn tickets and never pages", "probes absent: series vanish",
                      "certificate expiring within 14 days", "slow probes page on latency, not availability",
-                     "prober restart and move to another pod fire nothing, leave no gap"):
+                     "prober restart and move to another pod fire nothing, leave no gap",
+                     "maintenance window over a healthy period fires nothing",
+                     "target up within warm-up never pages",
+                     "hard outage inside a maintenance window pages only after it ends",
+                     "target failing from creation pages right after warm-up"):
         assert expected in names
     assert doc["rule_files"] == ["rules.yml"]

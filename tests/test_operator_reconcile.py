@@ -20,7 +20,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Reconciler, TokenBucket
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import World
-from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
 KEY = ("ns", "web")
 
@@ -167,6 +167,8 @@ async def test_status_writes_of_all_monitors_are_rate_bounded() -> None:
     pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, False, FailureReason.HTTP_STATUS, 0.01, 503, "503"),
                  id="http-status"),
     pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, False, None, 0.01, None, "?"), id="failure-no-reason"),
+    pytest.param(ProbeResult(("ns", "m"), "http://x/", 1.7e9, False, FailureReason.HTTP_STATUS, 0.01, 503, "503",
+                             excluded=Exclusion.WARMUP), id="excluded"),
     pytest.param(None, id="none"),
 ])
 def test_per_probe_outcome_matches_what_the_status_records(result: ProbeResult | None) -> None:

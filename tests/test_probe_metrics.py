@@ -16,7 +16,7 @@ from prometheus_client.utils import floatToGoString
 
 from alert_rules import names
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
-from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
 KEY = ("ns", "m")
 LABELS = {"namespace": "ns", "monitor": "m"}
@@ -98,7 +98,12 @@ def test_fast_exposition_matches_client_python() -> None:
             series.record(ok(d, cert=1.7e9 + i if i else None))
         for reason in list(FailureReason)[:i * 4]:
             series.record(failed(reason))
+        for why in list(Exclusion)[:i + 1]:  # Contract 9: excluded results and the maintenance gauge
+            series.record_excluded(failed(FailureReason.TIMEOUT), why)
+        series.maintenance = i % 2
     metrics.add(("other", "fresh"), TargetInfo("http://d/", "service", "d"), 0.25)
     fast = metrics.exposition()
     assert samples(fast) == samples(generate_latest(registry))
     assert fast.count(b"# TYPE route_monitor_probes_total counter") == 1
+    assert b'route_monitor_probes_excluded_total{namespace="ns",monitor="m2",reason="paused"} 1.0' in fast
+    assert b'route_monitor_maintenance{namespace="other",monitor="fresh"} 0.0' in fast

@@ -3,28 +3,49 @@
 stdout: per monitor, where it comes from and what its alerts mean at its probe interval
 (``alert_rules.explain``: bad probes and minutes of full outage that trip each alert, when it
 resolves, and the findings). stderr: one line per problem naming the file, the object and the
-field. Exits 1 when there is an error (warnings do not fail).
+field. Exits 1 when there is an error (warnings do not fail). Contract 9: each monitor's
+warm-up, pause and the start of its next maintenance window, as an absolute date and time with
+its offset (on the window's own clock).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TextIO
 
-from alert_rules import explain
-from route_monitor import filecreds
+from alert_rules import durations, explain
+from route_monitor import filecreds, maintenance
 from route_monitor.commands.rules import load, report
+from route_monitor.spec import MonitorSpec
 
 
-def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def exclusions(spec: MonitorSpec, now: float) -> str:
+    """Contract 9 lines for one monitor: warm-up, pause, next window ("" when all defaults)."""
+    lines = []
+    if spec.paused:
+        lines.append("  paused: probes go on, no result counts in the SLO")
+    if spec.maintenance:
+        found = maintenance.upcoming(spec.maintenance, now)
+        when = (f"next starts {maintenance.local_time(*found)} ({found[0].describe()})" if found
+                else "none to come")
+        lines.append(f"  maintenance: {len(spec.maintenance)} window(s), {when}")
+    if spec.probe.warmup_ms != 0:
+        lines.append(f"  warm-up: {durations.format_ms(spec.probe.warmup_ms)} after creation or a URL change")
+    return "".join(line + "\n" for line in lines)
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
+        now: float | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     loaded = load(args.paths)
     loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
+    at = time.time() if now is None else now
     for spec in loaded.monitors:
         target = spec.target.url or f"{spec.target.kind} {spec.target.name}"
         path = f", path {spec.path}" if spec.path else ""
-        out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n\n")
+        out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
     report(loaded.problems, err)
     errors = sum(not p.warning for p in loaded.problems)
     warnings = len(loaded.problems) - errors

@@ -33,7 +33,7 @@ kind: RouteMonitor
 metadata: {{name: {name}, namespace: demo}}
 spec:
   target: {{url: "{url}"}}
-  probe: {{interval: 1s}}
+  probe: {{interval: 1s, warmup: 0s}}  # the demo targets are up from the start: count every result
   slo: {slo}
 """
 

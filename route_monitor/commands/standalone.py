@@ -54,7 +54,8 @@ class Transitions:
             return
         self._last[r.key] = r.success
         state = "UP" if r.success else f"DOWN ({r.reason.value if r.reason else 'other'}: {r.detail})"
-        self._out(f"{r.key[0]}/{r.key[1]}: {state}  {r.url}")
+        counted = f"  (not counted: {r.excluded.value})" if r.excluded is not None else ""
+        self._out(f"{r.key[0]}/{r.key[1]}: {state}  {r.url}{counted}")
 
 
 class Standalone:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
+from route_monitor import maintenance
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import ownership, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
@@ -86,6 +87,8 @@ class Reconciler:
         self.metrics, self._schedule, self._clock = metrics, schedule, clock
         self._owns, self._member = owns, member
         self.results: dict[Key, ProbeResult] = {}
+        self._valid: set[Key] = set()
+        """Monitors probed with a valid spec: an invalid edit keeps them probing with it."""
         self.rules = RuleSync(kube)
         self._written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
@@ -143,6 +146,7 @@ class Reconciler:
 
     def _forget(self, key: Key) -> None:
         self.engine.remove_monitor(key)
+        self._valid.discard(key)
         self.rules.forget(key)
         if self.credentials is not None:
             self.credentials.forget(key)
@@ -159,11 +163,16 @@ class Reconciler:
         try:
             spec = parse_routemonitor(body)
         except InvalidSpec as e:
-            self.engine.remove_monitor(key)
-            if self.credentials is not None:
-                self.credentials.forget(key)
+            # a monitor already running keeps probing with its last valid spec (a typo in, say, a
+            # maintenance window must not blind its SLO); one never valid is not probed
+            kept = key in self._valid
+            if not kept:
+                self.engine.remove_monitor(key)
+                if self.credentials is not None:
+                    self.credentials.forget(key)
             self.metrics.set_state(key, "invalid")
-            obs = status.Observed(generation=generation, invalid=str(e))
+            obs = status.Observed(generation=generation, invalid=str(e) + (
+                "; probing goes on with the last valid spec" if kept else ""))
             await self._write_status(key, body, obs)
             await self._warn_not_ready(key, body, obs)
             return
@@ -173,8 +182,10 @@ class Reconciler:
             target = await self.credentials.attach(spec, target)
         if isinstance(target, ResolvedTarget):
             self.engine.set_monitor(spec, target)
+            self._valid.add(key)
         else:
             self.engine.remove_monitor(key)
+            self._valid.discard(key)
         rules = await self._apply_rules(key, spec, body)
         errors, warnings = plan.findings(spec, body)
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
@@ -183,7 +194,8 @@ class Reconciler:
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
                               finding_errors=errors, finding_warnings=warnings,
-                              last_result=self.results.get(key), probed_by=self._member)
+                              last_result=self.results.get(key), probed_by=self._member,
+                              next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()))
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)
         if rules.retry:

@@ -15,10 +15,15 @@ from typing import Any
 
 from alert_rules import durations
 from route_monitor.operator.plan import Unresolved
-from route_monitor.probe.result import ProbeResult
+from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.resolve import ResolvedTarget
 
 CONDITION_TYPES = ("Ready", "TargetResolved", "Probing", "RulesApplied")
+EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: results do not count in the SLO"),
+            Exclusion.PAUSED: ("Paused", "paused: results do not count in the SLO"),
+            Exclusion.WARMUP: ("WarmingUp", "warming up: results do not count until the first success or "
+                                            "the end of warm-up")}
+"""Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class Observed:
     last_result: ProbeResult | None = None
     probed_by: str | None = None
     """The replica that probes the monitor (``status.probedBy``); None with one replica and no Leases."""
+    next_maintenance: float | None = None
+    """Start of the next maintenance window (epoch seconds), if any (``status.nextMaintenance``)."""
 
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
@@ -53,6 +60,10 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         resolved = _cond("TargetResolved", True, "Resolved", f"{obs.target.kind} {obs.target.name}: {obs.target.url}")
         every = durations.format_ms(obs.interval_ms) if obs.interval_ms > 0 else "?"
         probing = _cond("Probing", True, "Probing", f"probing {obs.target.url} every {every}")
+        excluded = obs.last_result.excluded if obs.last_result is not None else None
+        if excluded is not None:
+            reason, why = EXCLUDED[excluded]
+            probing = _cond("Probing", True, reason, f"{probing['message']}; {why}")
     else:
         unresolved = obs.target or Unresolved("Unknown", "not resolved yet")
         resolved = _cond("TargetResolved", False, unresolved.reason, unresolved.message)
@@ -83,21 +94,24 @@ def last_probe(result: ProbeResult | None) -> dict[str, Any] | None:
         out["reason"] = result.reason.value
     if result.detail:
         out["message"] = result.detail[:512]
+    if result.excluded is not None:
+        out["excluded"] = result.excluded.value
     return out
 
 
-def result_outcome(result: ProbeResult | None) -> tuple[str, str] | None:
+def result_outcome(result: ProbeResult | None) -> tuple[str, str, str] | None:
     """``outcome(last_probe(result))`` without building the status dict: called once per probe."""
     if result is None:
         return None
-    return ("success" if result.success else "failure", result.reason.value if result.reason is not None else "")
+    return ("success" if result.success else "failure", result.reason.value if result.reason is not None else "",
+            result.excluded.value if result.excluded is not None else "")
 
 
-def outcome(probe: Mapping[str, Any] | None) -> tuple[str, str] | None:
-    """What counts as a change of the probe result: (result, reason); not time or message."""
+def outcome(probe: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
+    """What counts as a change of the probe result: (result, reason, excluded); not time or message."""
     if not probe:
         return None
-    return (str(probe.get("result", "")), str(probe.get("reason", "")))
+    return (str(probe.get("result", "")), str(probe.get("reason", "")), str(probe.get("excluded", "")))
 
 
 def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
@@ -116,6 +130,8 @@ def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
     out = {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe}
     if obs.probed_by is not None:
         out["probedBy"] = obs.probed_by
+    if obs.next_maintenance is not None:
+        out["nextMaintenance"] = timestamp(obs.next_maintenance)
     return out
 
 
@@ -127,4 +143,4 @@ def significant(status: Mapping[str, Any] | None) -> object:
     conds = tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("observedGeneration"))
                   for c in status.get("conditions") or [])
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
-            status.get("probedBy"))
+            status.get("probedBy"), status.get("nextMaintenance"))

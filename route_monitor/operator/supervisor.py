@@ -103,8 +103,9 @@ class Supervisor:
         now = status.result_outcome(result)
         if before is None or status.result_outcome(before) != now:
             if before is not None or not result.success:  # a first success is not news
-                log.info("%s/%s probe: %s%s", *key, now[0] if now else "?",
-                         f" ({now[1]}: {result.detail})" if now and now[1] else "", extra=monitor_extra(key))
+                log.info("%s/%s probe: %s%s%s", *key, now[0] if now else "?",
+                         f" ({now[1]}: {result.detail})" if now and now[1] else "",
+                         f" (not counted: {now[2]})" if now and now[2] else "", extra=monitor_extra(key))
             self.enqueue(key)
 
     def enqueue(self, key: Key) -> None:

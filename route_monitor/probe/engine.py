@@ -2,24 +2,29 @@
 
 ``set_monitor`` adds or replaces one monitor (an identical spec and target is a no-op) and
 restarts only that monitor's worker; ``remove_monitor`` cancels its worker at once (it stops at
-its next await, well within a second) and removes its series. Results go to the metrics and,
-if given, to ``on_result`` (the operator's status, the demo's live view).
+its next await, well within a second) and removes its series. Each result passes the
+monitor's :class:`~route_monitor.probe.gate.Gate` (Contract 9: counted, or excluded for a
+maintenance window, a pause or warm-up), then goes to the metrics and, if given, to
+``on_result`` (the operator's status, the demo's live view) with ``excluded`` set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.prober import Prober, ProbeRequest
-from route_monitor.probe.result import ProbeResult
+from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.probe.scheduler import Schedule, default_jitter, guard, run_schedule, watch_loop_lag
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.spec import MonitorSpec
@@ -37,6 +42,7 @@ class _Worker:
     request: ProbeRequest
     series: MonitorSeries
     schedule: Schedule
+    gate: Gate
     task: asyncio.Task[None] | None = None
 
 
@@ -56,8 +62,10 @@ class ProbeEngine:
                  clock: Callable[[], float] | None = None, prober: Prober | None = None,
                  tls: TLSContexts | None = None, rng: random.Random | None = None,
                  max_jitter_seconds: float = 1.0, loop_lag_every: float = 0.5,
-                 first_probe_within: float | None = 5.0) -> None:
+                 first_probe_within: float | None = 5.0, wall_clock: Callable[[], float] = time.time) -> None:
         self.metrics = metrics
+        self._wall = wall_clock
+        """Wall-clock time, for warm-up starts (a new monitor without a creation time, a new URL)."""
         self.prober = prober if prober is not None else Prober(tls=tls)
         self._on_result = on_result
         self._clock = clock
@@ -111,10 +119,21 @@ class ProbeEngine:
         interval = spec.probe.interval_ms / 1000
         worker = _Worker(spec, target, self.prober.request(key, target.url, spec.probe, target.credentials), series,
                          Schedule.for_monitor(key, interval, jitter=default_jitter(interval, self._rng,
-                                                                                    self._max_jitter)))
+                                                                                    self._max_jitter)),
+                         self._gate(spec, target, old))
         self._workers[key] = worker
         if self._started:
             self._launch(worker)
+
+    def _gate(self, spec: MonitorSpec, target: ResolvedTarget, old: _Worker | None) -> Gate:
+        """Contract 9: warm-up runs from the monitor's creation (or from when this engine first
+        sees it, when no creation time is known) and restarts when its URL changes; other
+        changes keep the warm-up state."""
+        policy = Policy(spec.maintenance, spec.paused, spec.probe.warmup_ms / 1000)
+        if old is not None and old.target.url == target.url:
+            return old.gate if old.gate.policy == policy else old.gate.with_policy(policy)
+        since = spec.created if old is None and spec.created is not None else self._wall()
+        return Gate(policy, warming_since=since if policy.warmup_seconds > 0 else None)
 
     def remove_monitor(self, key: tuple[str, str]) -> None:
         worker = self._workers.pop(key, None)
@@ -138,7 +157,14 @@ class ProbeEngine:
                 result = await self.prober.probe(worker.request)
             finally:
                 self.metrics.in_flight -= 1
-        worker.series.record(result)
+        why = worker.gate.decide(result.timestamp, result.success)
+        if why is None:
+            worker.series.record(result)
+            worker.series.maintenance = 0
+        else:
+            worker.series.record_excluded(result, why)
+            worker.series.maintenance = int(why is not Exclusion.WARMUP)
+            result = dataclasses.replace(result, excluded=why)
         if self._on_result is not None:
             try:
                 self._on_result(result)

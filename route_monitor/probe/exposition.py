@@ -44,6 +44,8 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     success = _family(names.PROBE_SUCCESS, "gauge", helps[names.PROBE_SUCCESS])
     expiry = _family(names.TLS_CERT_EXPIRY, "gauge", helps[names.TLS_CERT_EXPIRY])
     info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
+    excluded = _family(names.PROBES_EXCLUDED_TOTAL, "counter", helps[names.PROBES_EXCLUDED_TOTAL])
+    maintenance = _family(names.MAINTENANCE, "gauge", helps[names.MAINTENANCE])
     p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
     for s in series:
         ident = s.ident
@@ -63,6 +65,10 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
         if s.cert_not_after is not None:
             expiry.append(f"{names.TLS_CERT_EXPIRY}{{{ident}}} {floatToGoString(s.cert_not_after)}")
         info.append(f"{names.TARGET_INFO}{{{ident},{s.info_labels}}} 1.0")
+        for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
+            excluded.append(f'{names.PROBES_EXCLUDED_TOTAL}{{{ident},reason="{why.value}"}} {n}.0')
+        maintenance.append(f"{names.MAINTENANCE}{{{ident}}} {s.maintenance}.0")
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
-    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *flight]) + "\n"
+    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance,
+                      *flight]) + "\n"

@@ -34,7 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from alert_rules import names
 from route_monitor import __version__
 from route_monitor.probe import exposition
-from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
@@ -45,6 +45,8 @@ HELP = {
     names.TLS_CERT_EXPIRY: "Leaf certificate notAfter (seconds since the epoch), reported even when verification fails",
     names.TARGET_INFO: "What is being probed (always 1)",
     names.PROBES_IN_FLIGHT: "Probes running right now",
+    names.PROBES_EXCLUDED_TOTAL: "Probes whose result did not count in the SLO, by reason",
+    names.MAINTENANCE: "1 while the monitor is in a maintenance window or paused, else 0",
 }
 
 
@@ -76,8 +78,8 @@ class MonitorSeries:
     """The live series of one monitor. Mutated only on the event loop; a scrape (possibly in
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
-    __slots__ = ("by_reason", "cert_not_after", "failure", "hist", "ident", "info", "info_labels", "key",
-                 "last_success", "success")
+    __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
+                 "last_success", "maintenance", "success")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
         self.key = key
@@ -89,6 +91,9 @@ class MonitorSeries:
         self.by_reason: dict[FailureReason, int] = {}
         self.last_success: int | None = None
         self.cert_not_after: float | None = None
+        self.excluded: dict[Exclusion, int] = {}
+        """Contract 9: results that did not count, by reason (a reason's series appears on its first)."""
+        self.maintenance = 0
 
     def set_info(self, info: TargetInfo) -> None:
         self.info = info
@@ -107,6 +112,13 @@ class MonitorSeries:
             self.last_success = 0
             reason = result.reason or FailureReason.OTHER
             self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        if result.cert_not_after is not None:
+            self.cert_not_after = result.cert_not_after
+
+    def record_excluded(self, result: ProbeResult, why: Exclusion) -> None:
+        """A result that does not count: only the excluded counter, the last result and the certificate."""
+        self.excluded[why] = self.excluded.get(why, 0) + 1
+        self.last_success = 1 if result.success else 0
         if result.cert_not_after is not None:
             self.cert_not_after = result.cert_not_after
 
@@ -195,6 +207,9 @@ class _Collector:
         expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, HELP[names.TLS_CERT_EXPIRY], labels=ident)
         info = GaugeMetricFamily(names.TARGET_INFO, HELP[names.TARGET_INFO],
                                  labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])
+        excluded = CounterMetricFamily(names.PROBES_EXCLUDED_TOTAL, HELP[names.PROBES_EXCLUDED_TOTAL],
+                                       labels=[*ident, names.LABEL_REASON])
+        maintenance = GaugeMetricFamily(names.MAINTENANCE, HELP[names.MAINTENANCE], labels=ident)
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
@@ -214,4 +229,7 @@ class _Collector:
             if s.cert_not_after is not None:
                 expiry.add_metric([ns, mon], s.cert_not_after)
             info.add_metric([ns, mon, s.info.url, s.info.kind, s.info.name], 1)
-        yield from (probes, failures, duration, success, expiry, info, in_flight)
+            for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
+                excluded.add_metric([ns, mon, why.value], n)
+            maintenance.add_metric([ns, mon], s.maintenance)
+        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, in_flight)

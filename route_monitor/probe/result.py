@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from alert_rules import names
+
 
 class FailureReason(enum.Enum):
     DNS_ERROR = "dns_error"
@@ -23,6 +25,15 @@ class FailureReason(enum.Enum):
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PROTOCOL_ERROR = "protocol_error"
     OTHER = "other"
+
+
+class Exclusion(enum.Enum):
+    """Why a result did not count in the SLI (Contract 9): the ``reason`` label set of
+    ``route_monitor_probes_excluded_total``. Decided by :mod:`route_monitor.probe.gate`."""
+
+    MAINTENANCE = names.EXCLUDED_MAINTENANCE
+    WARMUP = names.EXCLUDED_WARMUP
+    PAUSED = names.EXCLUDED_PAUSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +54,5 @@ class ProbeResult:
     """Human text: what happened (never used as a label)."""
     cert_not_after: float | None = None
     """Leaf certificate notAfter (epoch seconds) when TLS was used, even if verification failed."""
+    excluded: Exclusion | None = None
+    """Set by the engine when the result did not count in the SLI (Contract 9), else None."""
