@@ -24,13 +24,13 @@ from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, Target
+from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
 
 
 def monitors(urls: list[str], interval_s: float) -> list[tuple[MonitorSpec, ResolvedTarget]]:
     interval_ms = int(interval_s * 1000)
     settings = ProbeSettings(interval_ms=interval_ms, timeout_ms=min(10_000, interval_ms * 9 // 10))
-    return [(MonitorSpec(namespace="bench", name=f"t{i:05d}", target=Target(kind="url", url=url), probe=settings),
+    return [(MonitorSpec(namespace="bench", name=f"t{i:05d}", target=UrlTarget(url), probe=settings),
              ResolvedTarget(url=url, kind="url", name="")) for i, url in enumerate(urls)]
 
 

@@ -1,4 +1,5 @@
-"""Contract 1: an annotated Route or Service becomes a RouteMonitor manifest.
+"""Contracts 1 and 7: an annotated object (a row of :data:`route_monitor.sources.SOURCES`)
+becomes a RouteMonitor manifest.
 
 ``monitor_manifest`` is pure: it turns the object's annotations into the RouteMonitor that the
 operator applies (owned by the object) and that ``standalone`` monitors directly. A bad value
@@ -9,14 +10,13 @@ did not write.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor.maintenance import annotation_items, as_annotation_error
-from route_monitor.spec import MonitorSpec, parse_paused, parse_routemonitor
-
-SourceKind = Literal["route", "service"]
+from route_monitor.sources import BY_KIND, SourceKind
+from route_monitor.spec import MonitorSpec, ServiceRef, parse_paused, parse_routemonitor
 
 # spec field path -> annotation that sets it (for error messages)
 _FIELD_TO_ANNOTATION = {
@@ -51,16 +51,19 @@ def _ann_error(annotation: str, value: object, reason: str) -> InvalidSpec:
 
 
 def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]:
-    """The RouteMonitor manifest for an annotated Route/Service (without ownerReferences)."""
+    """The RouteMonitor manifest for an annotated object of ``kind`` (without ownerReferences)."""
     meta = obj.get("metadata") or {}
     ann = annotations_of(obj)
     if names.ANN_SLO not in ann:
         raise _ann_error(names.ANN_SLO, None, "missing: this object is not opted in")
-    target: dict[str, Any] = {kind: {"name": meta.get("name")}}
-    if kind == "service" and names.ANN_PORT in ann:
-        target["service"]["port"] = ann[names.ANN_PORT]
-    elif kind == "route" and names.ANN_PORT in ann:
-        raise _ann_error(names.ANN_PORT, ann[names.ANN_PORT], "only applies to Services; a Route's port is its own")
+    source = BY_KIND[kind]
+    ref: dict[str, Any] = {"name": meta.get("name")}
+    target: dict[str, Any] = {source.ref.field: ref}
+    if names.ANN_PORT in ann:
+        if source.ref is not ServiceRef:
+            raise _ann_error(names.ANN_PORT, ann[names.ANN_PORT],
+                             f"only applies to Services; a {source.kind_name}'s port is its own")
+        ref["port"] = ann[names.ANN_PORT]
     spec: dict[str, Any] = {"target": target, "slo": {"availability": ann[names.ANN_SLO]}}
     if names.ANN_PATH in ann:
         spec["path"] = ann[names.ANN_PATH]

@@ -1,8 +1,9 @@
 """What ``standalone`` (and ``demo``) monitor, read from YAML files: specs with resolved targets.
 
 :func:`plan` loads the files, collects monitors (``route_monitor.manifests``) and resolves each
-target: URL targets as written, Route targets from the Route manifests in the same files
-(``spec.host``/``spec.tls``/``spec.path``), Service targets as the Service's cluster DNS name.
+target with the same table as the operator (:mod:`route_monitor.sources`), from the objects in the
+same files: URL targets as written, Routes from ``spec.host``/``spec.tls``/``spec.path``, Services
+as their cluster DNS name (or ``--service-url``).
 Every problem names the file, the object and the field; one bad object never hides the others.
 :func:`fingerprint` tells when the files changed (polling mtimes and sizes).
 """
@@ -13,11 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from route_monitor import filecreds, manifests, urls
+from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
-from route_monitor.resolve import ResolvedTarget, TargetError, resolve_route, resolve_service, resolve_url
-from route_monitor.spec import MonitorSpec, Target
+from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
+from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
 
 Key = tuple[str, str]
 
@@ -63,19 +64,13 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
-    if t.kind == "url":
-        return resolve_url(t, spec.path)
-    objects = found.routes if t.kind == "route" else found.services
-    obj = objects.get((spec.namespace, t.name))
-    if obj is None:
-        what = "Route" if t.kind == "route" else "Service"
-        raise TargetError("NotFound", f"{what} {spec.namespace}/{t.name} is not in the given files")
-    if t.kind == "route":
-        return resolve_route(obj, spec.path)
-    override = options.service_urls.get((spec.namespace, t.name))
-    if override is not None:
-        return ResolvedTarget(resolve_url(Target("url", url=override), spec.path).url, "service", t.name)
-    return resolve_service(obj, t, spec.path, cluster_domain=options.cluster_domain)
+    if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
+        override = options.service_urls.get((spec.namespace, t.name))
+        if override is not None:
+            return ResolvedTarget(resolve_url(UrlTarget(override), spec.path).url, "service", t.name)
+    ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
+                          missing="is not in the given files", from_files=True)
+    return sources.resolve_target(t, spec.namespace, spec.path, ctx)
 
 
 def _key_of(ref: str) -> Key | None:

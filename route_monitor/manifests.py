@@ -1,7 +1,8 @@
-"""Read manifests from YAML files and folders: RouteMonitors, annotated Routes and Services.
+"""Read manifests from YAML files and folders: RouteMonitors and annotated sources (Routes,
+Services, ...: :data:`route_monitor.sources.SOURCES`).
 
 ``load`` reads files (multi-document YAML, ``kind: List``); ``collect`` turns what was read
-into monitor specs, keeping the Routes and Services for target resolution. Every problem is a
+into monitor specs, keeping the sources and what they depend on for target resolution. Every problem is a
 :class:`ManifestError` naming the file, the object and the field; one bad object never hides
 the others.
 """
@@ -17,7 +18,9 @@ import yaml
 
 from alert_rules import findings
 from alert_rules.model import InvalidSpec
+from route_monitor import sources
 from route_monitor.annotations import annotation_for, is_opted_in, monitor_spec
+from route_monitor.sources import Key, key_of
 from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -61,9 +64,12 @@ class Collection:
     monitors: list[MonitorSpec] = field(default_factory=list)
     sources: dict[tuple[str, str], str] = field(default_factory=dict)
     """monitor key -> where it came from"""
-    routes: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
-    services: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    objects: dict[str, dict[Key, Mapping[str, Any]]] = field(default_factory=dict)
+    """kind (a source's or a dependency's) -> (namespace, name) -> the object as read."""
     problems: list[ManifestError] = field(default_factory=list)
+
+    def lookup(self, kind: str, key: Key) -> Mapping[str, Any] | None:
+        return self.objects.get(kind, {}).get(key)
 
     @property
     def errors(self) -> list[ManifestError]:
@@ -108,32 +114,35 @@ def load(paths: Iterable[str | Path]) -> tuple[list[Manifest], list[ManifestErro
     return manifests, errors
 
 
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or "default"), str(meta.get("name")))
+_READ_KINDS = {**{s.kind_name: s.kind for s in sources.SOURCES},
+               **{kind_name: kind for kind, (_, kind_name, _) in sources.DEPENDENCIES.items()}}
+"""Kind in a manifest -> the kind it is kept as."""
 
 
 def collect(manifests: Iterable[Manifest]) -> Collection:
-    """Monitors from RouteMonitors and annotated Routes/Services (a Route wins over a Service)."""
+    """Monitors from RouteMonitors and annotated sources (the earlier row of ``SOURCES`` wins)."""
     out = Collection()
-    routes: dict[tuple[str, str], Manifest] = {}
-    services: dict[tuple[str, str], Manifest] = {}
+    annotated: dict[Key, dict[str, Manifest]] = {}
     explicit: list[Manifest] = []
     for m in manifests:
         if is_routemonitor(m.obj):
             explicit.append(m)
-        elif m.kind in ("Route", "Service"):
-            (out.routes if m.kind == "Route" else out.services)[_key(m.obj)] = m.obj
-            if is_opted_in(m.obj):
-                (routes if m.kind == "Route" else services)[_key(m.obj)] = m
+        elif m.kind in _READ_KINDS:
+            kind = _READ_KINDS[m.kind]
+            out.objects.setdefault(kind, {})[key_of(m.obj)] = m.obj
+            if kind in sources.BY_KIND and is_opted_in(m.obj):
+                annotated.setdefault(key_of(m.obj), {})[kind] = m
     candidates: list[tuple[Manifest, Any]] = [(m, lambda m=m: parse_routemonitor(m.obj)) for m in explicit]
-    candidates += [(m, lambda m=m: monitor_spec(m.obj, "route")) for m in routes.values()]
-    for key, m in services.items():
-        if key in routes:
-            out.problems.append(ManifestError(m.source, m.ref, "", "a Route of the same name is also "
-                                              "annotated: the Route is monitored, this Service is not", True))
-            continue
-        candidates.append((m, lambda m=m: monitor_spec(m.obj, "service")))
+    for by_kind in annotated.values():
+        winner = sources.winner(by_kind)
+        assert winner is not None
+        for kind, m in by_kind.items():
+            if kind == winner.kind:
+                candidates.append((m, lambda m=m, kind=kind: monitor_spec(m.obj, kind)))
+                continue
+            out.problems.append(ManifestError(
+                m.source, m.ref, "", f"a {winner.kind_name} of the same name is also annotated: the "
+                f"{winner.kind_name} is monitored, this {sources.BY_KIND[kind].kind_name} is not", True))
     for m, parse in candidates:
         try:
             spec: MonitorSpec = parse()
@@ -153,14 +162,14 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
 def finding_problems(docs: Iterable[Manifest], found: Collection) -> list[ManifestError]:
     """What the rule generator finds about each monitor's objective (``alert_rules.findings``:
     e.g. a page that can never fire), as problems naming the file, the object and the field
-    the user wrote: the annotation for monitors made from an annotated Route or Service."""
+    the user wrote: the annotation for monitors made from an annotated source."""
     by_source = {d.source: d for d in docs}
     out: list[ManifestError] = []
     for spec in found.monitors:
         source = found.sources.get(spec.key, "")
         doc = by_source.get(source)
         ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
-        annotated = doc is not None and doc.kind in ("Route", "Service")
+        annotated = doc is not None and doc.kind in sources.BY_KIND_NAME
         for f in findings(spec.slo()):
             annotation = annotation_for(f.field) if annotated else None
             field_name = f"metadata.annotations[{annotation}]" if annotation else f.field

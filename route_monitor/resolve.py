@@ -1,4 +1,5 @@
-"""Where a monitor's probes go: a Route, a Service or a URL target becomes one absolute URL.
+"""Where a monitor's probes go: a Route, a Service or a URL target becomes one absolute URL
+(Ingresses and HTTPRoutes: :mod:`route_monitor.resolve_http`; which kind is which: :mod:`route_monitor.sources`).
 
 Used by the operator (objects from the API) and by ``standalone`` (objects from files). Every
 ``resolve_*`` returns a safe URL or raises :class:`TargetError` with a CamelCase ``reason``
@@ -17,16 +18,16 @@ from urllib.parse import urlsplit, urlunsplit
 from route_monitor import urls
 from route_monitor.credentials import Credentials
 from route_monitor.probe.safety import forbidden_host
-from route_monitor.spec import Target
+from route_monitor.spec import ServiceRef, UrlTarget
 
 
 @dataclass(frozen=True)
 class ResolvedTarget:
     url: str
     kind: str
-    """``route``, ``service`` or ``url``."""
+    """``route``, ``service``, ``ingress``, ``httproute`` or ``url``."""
     name: str
-    """The Route's or Service's name; empty for URL targets."""
+    """The object's name; empty for URL targets."""
     credentials: Credentials | None = None
     """What ``spec.probe`` references (auth, CA, client certificate), once read; a rotation
     changes the target, so the probe engine picks it up like a URL change."""
@@ -55,7 +56,7 @@ def check_url_safe(url: str) -> None:
                           "such targets are never probed")
 
 
-def _with_path(url: str, path: str | None) -> str:
+def with_path(url: str, path: str | None) -> str:
     """``path`` (when given) replaces the URL's path and query; a URL never lacks a path."""
     parts = urlsplit(url)
     if path is not None:
@@ -83,7 +84,7 @@ def resolve_route(route: Mapping[str, Any], path: str | None) -> ResolvedTarget:
         raise TargetError("NoHost", f"Route {name} has no host yet (no admitted status.ingress[].host and no "
                           "spec.host)")
     scheme = "https" if spec.get("tls") else "http"
-    url = _with_path(f"{scheme}://{host}", path if path is not None else (spec.get("path") or "/"))
+    url = with_path(f"{scheme}://{host}", path if path is not None else (spec.get("path") or "/"))
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="route", name=name)
 
@@ -102,7 +103,7 @@ def _pick_port(service: Mapping[str, Any], want: str) -> Mapping[str, Any]:
     raise TargetError("PortNotFound", f"Service {meta.get('name')} has no port {want!r} (it has {known})")
 
 
-def resolve_service(service: Mapping[str, Any], target: Target, path: str | None, *,
+def resolve_service(service: Mapping[str, Any], target: ServiceRef, path: str | None, *,
                     cluster_domain: str = "cluster.local") -> ResolvedTarget:
     """``http(s)://NAME.NAMESPACE.svc.DOMAIN:PORT/path`` (the Service's cluster DNS name)."""
     meta = service.get("metadata") or {}
@@ -112,12 +113,12 @@ def resolve_service(service: Mapping[str, Any], target: Target, path: str | None
     number = int(port.get("port", 80))
     scheme = target.scheme or ("https" if number in (443, 8443) or
                                str(port.get("name", "")).startswith("https") else "http")
-    url = _with_path(f"{scheme}://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/")
+    url = with_path(f"{scheme}://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/")
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="service", name=name)
 
 
-def resolve_url(target: Target, path: str | None, *, allow_url_targets: bool = True) -> ResolvedTarget:
+def resolve_url(target: UrlTarget, path: str | None, *, allow_url_targets: bool = True) -> ResolvedTarget:
     """The target's URL, with ``path`` (when set) replacing its path and query."""
     if not allow_url_targets:
         raise TargetError("URLTargetsNotAllowed", "URL targets are disabled in this operator (start it with "
@@ -125,6 +126,6 @@ def resolve_url(target: Target, path: str | None, *, allow_url_targets: bool = T
     parts = urlsplit(target.url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError("InvalidURL", f"{urls.redact(target.url)!r} is not an absolute http:// or https:// URL")
-    url = _with_path(target.url, path)
+    url = with_path(target.url, path)
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="url", name="")

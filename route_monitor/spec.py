@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from alert_rules import names
 from alert_rules.model import (
@@ -25,7 +25,6 @@ from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.requestspec import RequestOptions, parse_request
 
-TargetKind = Literal["route", "service", "url"]
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
 DEFAULT_INTERVAL_MS = 30_000
 DEFAULT_TIMEOUT_MS = 10_000
@@ -33,20 +32,73 @@ DEFAULT_MAX_REDIRECTS = 10
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 DEFAULT_WARMUP_MS = 600_000
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 
 
 @dataclass(frozen=True)
-class Target:
-    kind: TargetKind
-    name: str = ""
-    """Route or Service name (same namespace as the monitor)."""
-    url: str = ""
-    """For ``url`` targets: the absolute URL."""
+class RouteRef:
+    """An OpenShift Route in the monitor's namespace."""
+
+    name: str
+    kind: ClassVar[Literal["route"]] = "route"
+    field: ClassVar[str] = "route"
+    """The key under ``spec.target``."""
+
+
+@dataclass(frozen=True)
+class ServiceRef:
+    """A Service in the monitor's namespace, probed through its cluster DNS name."""
+
+    name: str
     port: str = ""
-    """Service only: port name or number; empty means the first port."""
+    """Port name or number; empty means the first port."""
     scheme: str = ""
-    """Service only: ``http`` or ``https``; empty means by port (443/8443/https-named -> https)."""
+    """``http`` or ``https``; empty means by port (443/8443/https-named -> https)."""
+    kind: ClassVar[Literal["service"]] = "service"
+    field: ClassVar[str] = "service"
+
+
+@dataclass(frozen=True)
+class IngressRef:
+    """A ``networking.k8s.io/v1`` Ingress in the monitor's namespace."""
+
+    name: str
+    host: str = ""
+    """One of the Ingress's hosts; empty means its first non-wildcard host."""
+    kind: ClassVar[Literal["ingress"]] = "ingress"
+    field: ClassVar[str] = "ingress"
+
+
+@dataclass(frozen=True)
+class HTTPRouteRef:
+    """A ``gateway.networking.k8s.io/v1`` HTTPRoute in the monitor's namespace."""
+
+    name: str
+    host: str = ""
+    """One of the HTTPRoute's hostnames; empty means its first non-wildcard hostname."""
+    kind: ClassVar[Literal["httproute"]] = "httproute"
+    field: ClassVar[str] = "httpRoute"
+
+
+@dataclass(frozen=True)
+class UrlTarget:
+    """An absolute URL (standalone always; the operator only with ``--allow-url-targets``)."""
+
+    url: str
+    kind: ClassVar[Literal["url"]] = "url"
+    field: ClassVar[str] = "url"
+
+
+ObjectRef = RouteRef | ServiceRef | IngressRef | HTTPRouteRef
+"""A target that names an object in the monitor's namespace."""
+Target = ObjectRef | UrlTarget
+TargetKind = Literal["route", "service", "ingress", "httproute", "url"]
+_REFS: tuple[type[RouteRef] | type[ServiceRef] | type[IngressRef] | type[HTTPRouteRef], ...] = (
+    RouteRef, ServiceRef, IngressRef, HTTPRouteRef)
+_REF_WHAT = {"route": "Route", "service": "Service", "ingress": "Ingress", "httproute": "HTTPRoute"}
+TARGET_FIELDS = (*(r.field for r in _REFS), UrlTarget.field)
+"""The keys of ``spec.target``, exactly one of which is set."""
 
 
 @dataclass(frozen=True)
@@ -143,34 +195,41 @@ def parse_status_ranges(value: object, field: str) -> tuple[tuple[int, int], ...
 
 def parse_target(value: object, field: str = "spec.target") -> Target:
     t = _map(value, field)
-    present = [k for k in ("route", "service", "url") if t.get(k) is not None]
+    present = [k for k in TARGET_FIELDS if t.get(k) is not None]
     if len(present) != 1:
-        raise InvalidSpec(field, value, "exactly one of route, service or url is required")
-    kind = present[0]
-    if kind == "url":
-        url = t["url"]
+        *head, last = TARGET_FIELDS
+        raise InvalidSpec(field, value, f"exactly one of {', '.join(head)} or {last} is required")
+    key = present[0]
+    if key == UrlTarget.field:
+        url = t[key]
         if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
             raise InvalidSpec(f"{field}.url", urls.redact(url) if isinstance(url, str) else url,
                               "expected an absolute http:// or https:// URL")
         problem = urls.url_problem(url)
         if problem is not None:
             raise InvalidSpec(f"{field}.url", urls.redact(url), problem)
-        return Target(kind="url", url=url)
-    ref = _map(t[kind], f"{field}.{kind}")
+        return UrlTarget(url=url)
+    cls = next(r for r in _REFS if r.field == key)
+    ref = _map(t[key], f"{field}.{key}")
     name = ref.get("name")
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
-        raise InvalidSpec(f"{field}.{kind}.name", name, "expected the name of a "
-                          f"{'Route' if kind == 'route' else 'Service'} in the same namespace")
-    if kind == "route":
-        return Target(kind="route", name=name)
-    port = ref.get("port", "")
-    scheme = ref.get("scheme", "")
-    if scheme not in ("", "http", "https"):
-        raise InvalidSpec(f"{field}.service.scheme", scheme, "expected http or https")
-    numeric = isinstance(port, int) or (isinstance(port, str) and port.isdigit())
-    if numeric and not 1 <= int(port) <= 65535:
-        raise InvalidSpec(f"{field}.service.port", port, "expected a port name or a number from 1 to 65535")
-    return Target(kind="service", name=name, port=str(port) if port != "" else "", scheme=scheme)
+        raise InvalidSpec(f"{field}.{key}.name", name,
+                          f"expected the name of a {_REF_WHAT[cls.kind]} in the same namespace")
+    if cls is RouteRef:
+        return RouteRef(name=name)
+    if cls is ServiceRef:
+        port = ref.get("port", "")
+        scheme = ref.get("scheme", "")
+        if scheme not in ("", "http", "https"):
+            raise InvalidSpec(f"{field}.service.scheme", scheme, "expected http or https")
+        numeric = isinstance(port, int) or (isinstance(port, str) and port.isdigit())
+        if numeric and not 1 <= int(port) <= 65535:
+            raise InvalidSpec(f"{field}.service.port", port, "expected a port name or a number from 1 to 65535")
+        return ServiceRef(name=name, port=str(port) if port != "" else "", scheme=scheme)
+    host = ref.get("host", "")
+    if not isinstance(host, str) or (host and not _HOSTNAME.match(host)):
+        raise InvalidSpec(f"{field}.{key}.host", host, "expected a DNS name without wildcard, e.g. shop.example.com")
+    return IngressRef(name=name, host=host) if cls is IngressRef else HTTPRouteRef(name=name, host=host)
 
 
 def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:

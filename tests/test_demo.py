@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from alert_rules.model import LatencyObjective, Objective, parse_percent
 from route_monitor.liveview import Tracker, render
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.spec import MonitorSpec, Target
+from route_monitor.spec import MonitorSpec, UrlTarget
 from tests.support.net import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -88,7 +88,7 @@ def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
 
 def _spec(availability: str, latency_ms: int | None = None) -> MonitorSpec:
     lat = LatencyObjective(latency_ms, parse_percent("90", "")) if latency_ms else None
-    return MonitorSpec("demo", "m", Target("url", url="http://127.0.0.1/"),
+    return MonitorSpec("demo", "m", UrlTarget("http://127.0.0.1/"),
                        objective=Objective(availability=parse_percent(availability, ""), latency=lat))
 
 

@@ -26,7 +26,7 @@ from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, Target
+from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
 from tests.support import servers
 from tests.support.servers import Targets, status
 
@@ -78,7 +78,7 @@ def test_changed_policy_keeps_warmup_state() -> None:
 # --- through the engine ---------------------------------------------------------------------
 
 def spec_for(url: str, **changes: object) -> tuple[MonitorSpec, ResolvedTarget]:
-    spec = MonitorSpec("shop", "web", Target("url", url=url), probe=ProbeSettings(interval_ms=250, timeout_ms=200))
+    spec = MonitorSpec("shop", "web", UrlTarget(url), probe=ProbeSettings(interval_ms=250, timeout_ms=200))
     return replace(spec, **changes), ResolvedTarget(url, "url", "")  # type: ignore[arg-type]
 
 

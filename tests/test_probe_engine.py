@@ -27,7 +27,7 @@ from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, Target
+from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
 from tests.support import servers
 from tests.support.servers import Targets, hang, status
 
@@ -39,7 +39,7 @@ def monitor(name: str, url: str, *, interval_ms: int = 200, threshold_ms: int | 
             ns: str = "shop", **probe: object) -> tuple[MonitorSpec, ResolvedTarget]:
     latency = LatencyObjective(threshold_ms, parse_percent("99", "")) if threshold_ms else None
     probe.setdefault("warmup_ms", 0)  # these tests count every result from the first (warm-up: test_gate.py)
-    spec = MonitorSpec(ns, name, Target("url", url=url),
+    spec = MonitorSpec(ns, name, UrlTarget(url),
                        probe=ProbeSettings(interval_ms=interval_ms, timeout_ms=interval_ms // 2, **probe),  # type: ignore[arg-type]
                        objective=Objective(availability=parse_percent("99.9", ""), latency=latency))
     return spec, ResolvedTarget(url, "url", "")

@@ -14,7 +14,7 @@ import pytest
 
 from route_monitor.probe.safety import forbidden_host, forbidden_ip
 from route_monitor.resolve import TargetError, check_url_safe, resolve_route, resolve_service, resolve_url
-from route_monitor.spec import Target
+from route_monitor.spec import ServiceRef, Target, UrlTarget
 
 
 def route(host: str | None = "shop.apps.example.com", *, tls: bool = False, path: str | None = None,
@@ -62,16 +62,16 @@ def service(*ports: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("svc", "target", "path", "url"), [
-    pytest.param(service({"name": "http", "port": 8080}), Target("service", "api"), None,
+    pytest.param(service({"name": "http", "port": 8080}), ServiceRef("api"), None,
                  "http://api.prod.svc.cluster.local:8080/", id="first-port"),
     pytest.param(service({"name": "metrics", "port": 9090}, {"name": "web", "port": 80}),
-                 Target("service", "api", port="web"), "/healthz", "http://api.prod.svc.cluster.local:80/healthz",
+                 ServiceRef("api", port="web"), "/healthz", "http://api.prod.svc.cluster.local:80/healthz",
                  id="port-by-name"),
-    pytest.param(service({"name": "a", "port": 9090}, {"port": 8443}), Target("service", "api", port="8443"), None,
+    pytest.param(service({"name": "a", "port": 9090}, {"port": 8443}), ServiceRef("api", port="8443"), None,
                  "https://api.prod.svc.cluster.local:8443/", id="port-by-number-8443-is-https"),
-    pytest.param(service({"name": "https-web", "port": 9443}), Target("service", "api"), None,
+    pytest.param(service({"name": "https-web", "port": 9443}), ServiceRef("api"), None,
                  "https://api.prod.svc.cluster.local:9443/", id="https-named-port"),
-    pytest.param(service({"port": 443}), Target("service", "api", scheme="http"), None,
+    pytest.param(service({"port": 443}), ServiceRef("api", scheme="http"), None,
                  "http://api.prod.svc.cluster.local:443/", id="explicit-scheme-wins"),
 ])
 def test_service_url(svc: dict[str, Any], target: Target, path: str | None, url: str) -> None:
@@ -80,14 +80,14 @@ def test_service_url(svc: dict[str, Any], target: Target, path: str | None, url:
 
 
 def test_service_cluster_domain() -> None:
-    t = resolve_service(service({"port": 80}), Target("service", "api"), None, cluster_domain="corp.internal")
+    t = resolve_service(service({"port": 80}), ServiceRef("api"), None, cluster_domain="corp.internal")
     assert t.url == "http://api.prod.svc.corp.internal:80/"
 
 
 @pytest.mark.parametrize(("svc", "target", "reason"), [
-    pytest.param(service({"name": "http", "port": 80}), Target("service", "api", port="grpc"), "PortNotFound",
+    pytest.param(service({"name": "http", "port": 80}), ServiceRef("api", port="grpc"), "PortNotFound",
                  id="unknown-port"),
-    pytest.param(service(), Target("service", "api"), "NoPorts", id="no-ports"),
+    pytest.param(service(), ServiceRef("api"), "NoPorts", id="no-ports"),
 ])
 def test_service_errors(svc: dict[str, Any], target: Target, reason: str) -> None:
     with pytest.raises(TargetError) as e:
@@ -102,12 +102,12 @@ def test_service_errors(svc: dict[str, Any], target: Target, reason: str) -> Non
     pytest.param("http://127.0.0.1:8080", "/", "http://127.0.0.1:8080/", id="loopback-allowed"),
 ])
 def test_url_target(url: str, path: str | None, expected: str) -> None:
-    assert resolve_url(Target("url", url=url), path).url == expected
+    assert resolve_url(UrlTarget(url), path).url == expected
 
 
 def test_url_targets_can_be_disallowed() -> None:
     with pytest.raises(TargetError) as e:
-        resolve_url(Target("url", url="https://x.example.com"), None, allow_url_targets=False)
+        resolve_url(UrlTarget("https://x.example.com"), None, allow_url_targets=False)
     assert e.value.reason == "URLTargetsNotAllowed"
 
 
@@ -121,7 +121,7 @@ def test_forbidden_urls(url: str) -> None:
         check_url_safe(url)
     assert e.value.reason == "Forbidden"
     with pytest.raises(TargetError):
-        resolve_url(Target("url", url=url), None)
+        resolve_url(UrlTarget(url), None)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://[::1]:8080/", "http://localhost/",

@@ -24,7 +24,7 @@ from route_monitor.probe.prober import ProbeRequest
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.scheduler import Schedule, guard, hash_phase, run_schedule
 from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, Target
+from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
 
 pytestmark = [pytest.mark.timeout(10)]
 
@@ -131,7 +131,7 @@ class SlowFakeProber:
 
 
 def spec(i: int, interval_ms: int = 10_000) -> MonitorSpec:
-    return MonitorSpec("load", f"m{i}", Target("url", url="http://127.0.0.1:9/"),
+    return MonitorSpec("load", f"m{i}", UrlTarget("http://127.0.0.1:9/"),
                        probe=ProbeSettings(interval_ms=interval_ms, timeout_ms=interval_ms // 2),
                        objective=Objective(availability=parse_percent("99", "")))
 

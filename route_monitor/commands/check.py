@@ -18,7 +18,7 @@ from typing import TextIO
 from alert_rules import durations, explain
 from route_monitor import filecreds, maintenance
 from route_monitor.commands.rules import load, report
-from route_monitor.spec import MonitorSpec
+from route_monitor.spec import MonitorSpec, UrlTarget
 
 
 def exclusions(spec: MonitorSpec, now: float) -> str:
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
     at = time.time() if now is None else now
     for spec in loaded.monitors:
-        target = spec.target.url or f"{spec.target.kind} {spec.target.name}"
+        t = spec.target
+        target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
         path = f", path {spec.path}" if spec.path else ""
         out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
     report(loaded.problems, err)

@@ -1,9 +1,14 @@
 """The kopf edge: watch-event handlers that feed the supervisor, and kopf's settings.
 
 Only ``@kopf.on.event`` handlers: they store nothing on the objects (no finalizers, no
-annotations, no status), and there are no kopf daemons or timers on users' Routes and
-Services. The persistence settings make sure of it: kopf's progress and diff-base storages
-are replaced with ones that never write.
+annotations, no status), and there are no kopf daemons or timers on users' Routes, Services,
+Ingresses or HTTPRoutes. The persistence settings make sure of it: kopf's progress and
+diff-base storages are replaced with ones that never write.
+
+One handler per row of :data:`route_monitor.sources.SOURCES` and per dependency (Gateways). A
+kind whose API this cluster does not serve (no Routes outside OpenShift, no Gateway API) is
+left out by kopf's one resource scan at start (scanning is off), with one warning line, and
+never retried.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 import kopf
 
 from alert_rules import names
+from route_monitor import sources
 from route_monitor.operator.supervisor import Supervisor
 
 
@@ -62,6 +68,20 @@ def kopf_settings() -> kopf.OperatorSettings:
     return settings
 
 
+def watched() -> list[tuple[str, str, str]]:
+    """(kind, apiVersion, plural) of every source and dependency the operator watches."""
+    return [*((s.kind, s.api_version, s.plural) for s in sources.SOURCES),
+            *((kind, api_version, plural) for kind, (api_version, _, plural) in sources.DEPENDENCIES.items())]
+
+
+def _observer(supervisor: Supervisor, kind: str) -> Callable[..., None]:
+    def observe(event: kopf.RawEvent, **_: Any) -> None:
+        supervisor.observe(kind, event["type"], event["object"])
+
+    observe.__name__ = f"{kind}_event"  # kopf's handler id
+    return observe
+
+
 def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable[None]]) -> kopf.OperatorRegistry:
     """``on_cleanup`` stops the supervisor and the probe engine when kopf stops: kopf treats
     every task started after it as its own and would wait 5 s for them before cancelling."""
@@ -75,13 +95,9 @@ def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
-    @kopf.on.event("route.openshift.io", "v1", "routes", registry=registry)
-    def route_event(event: kopf.RawEvent, **_: Any) -> None:
-        supervisor.observe("route", event["type"], event["object"])
-
-    @kopf.on.event("", "v1", "services", registry=registry)
-    def service_event(event: kopf.RawEvent, **_: Any) -> None:
-        supervisor.observe("service", event["type"], event["object"])
+    for kind, api_version, plural in watched():
+        group, _, version = api_version.rpartition("/")
+        kopf.on.event(group, version, plural, registry=registry)(_observer(supervisor, kind))
 
     @kopf.on.event(names.GROUP, names.VERSION, names.PLURAL, registry=registry)
     def monitor_event(event: kopf.RawEvent, **_: Any) -> None:

@@ -22,16 +22,32 @@ from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Service
+from lightkube.resources.networking_v1 import Ingress
 from lightkube.types import CascadeType, PatchType
 
 from alert_rules import names
+from route_monitor import sources
 from route_monitor.operator.metrics import OperatorMetrics
 
 RouteMonitor = create_namespaced_resource(names.GROUP, names.VERSION, names.KIND, names.PLURAL)
 PrometheusRule = create_namespaced_resource("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules")
 Route = create_namespaced_resource("route.openshift.io", "v1", "Route", "routes")
 COMPONENT = "route-monitor"
-WATCHED: dict[str, Any] = {"route": Route, "service": Service, "routemonitor": RouteMonitor}
+_BUILTIN: dict[str, Any] = {"service": Service, "ingress": Ingress, "route": Route}
+
+
+def _resource(kind: str, api_version: str, kind_name: str, plural: str) -> Any:
+    if kind in _BUILTIN:
+        return _BUILTIN[kind]
+    group, _, version = api_version.rpartition("/")
+    return create_namespaced_resource(group, version, kind_name, plural)
+
+
+WATCHED: dict[str, Any] = {
+    **{s.kind: _resource(s.kind, s.api_version, s.kind_name, s.plural) for s in sources.SOURCES},
+    **{kind: _resource(kind, *row) for kind, row in sources.DEPENDENCIES.items()},
+    "routemonitor": RouteMonitor,
+}
 
 
 def status_code(error: BaseException) -> int | None:
@@ -52,8 +68,8 @@ class KubeWriter:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()
 
     async def list_all(self, kind: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
-        """Every object of ``kind`` (``route``, ``service``, ``routemonitor``) in ``namespaces``
-        (all when empty); None when the API does not exist here (e.g. no Routes outside OpenShift)."""
+        """Every object of ``kind`` (a key of :data:`WATCHED`) in ``namespaces`` (all when empty);
+        None when the API does not exist here (e.g. no Routes outside OpenShift)."""
         res = WATCHED[kind]
         out: list[dict[str, Any]] = []
         try:

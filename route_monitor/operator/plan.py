@@ -1,8 +1,9 @@
 """Pure planning: what the cluster should contain for one ``(namespace, name)`` key.
 
-- :func:`plan_generated`: annotated Route/Service -> the RouteMonitor to apply, delete or leave
-  alone, plus Warning events (Contract 1: bad annotation, Route wins over Service, a hand-written
-  RouteMonitor of the same name is never overwritten);
+- :func:`plan_generated`: annotated source (a row of :data:`route_monitor.sources.SOURCES`) -> the
+  RouteMonitor to apply, delete or leave alone, plus Warning events (Contracts 1 and 7: bad
+  annotation, precedence among sources of one name, a hand-written RouteMonitor of the same
+  name is never overwritten);
 - :func:`resolve_target`: a RouteMonitor's target -> the URL to probe, or why not;
 - :func:`rule_object`: the PrometheusRule for a monitor, owned by its RouteMonitor.
 
@@ -18,12 +19,10 @@ from typing import Any, Literal
 import alert_rules
 from alert_rules import names
 from alert_rules.model import InvalidSpec, RuleDefaults
-from route_monitor import resolve
+from route_monitor import resolve, sources
 from route_monitor.annotations import annotation_for, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
-from route_monitor.spec import MonitorSpec
-
-SOURCE_TYPES = {"route": ("route.openshift.io/v1", "Route"), "service": ("v1", "Service")}
+from route_monitor.spec import MonitorSpec, UrlTarget
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,11 @@ class Unresolved:
 
 
 def reference(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    api_version, kind_name = SOURCE_TYPES.get(kind, (names.API_VERSION, names.KIND))
+    source = sources.BY_KIND.get(kind)
+    if source is not None:
+        return tuple(source.reference(obj).items())
     meta = obj.get("metadata") or {}
-    return (("apiVersion", api_version), ("kind", kind_name), ("name", str(meta.get("name"))),
+    return (("apiVersion", names.API_VERSION), ("kind", names.KIND), ("name", str(meta.get("name"))),
             ("namespace", str(meta.get("namespace") or "default")), ("uid", str(meta.get("uid", ""))))
 
 
@@ -83,23 +84,22 @@ def _same(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 
 def plan_generated(world: World, key: Key) -> Generated:
-    route, service, existing = world.routes.get(key), world.services.get(key), world.monitors.get(key)
-    route_on = route is not None and is_opted_in(route)
-    service_on = service is not None and is_opted_in(service)
-    warnings: list[WarningEvent] = []
-    if route_on and service_on:
-        assert service is not None
-        warnings.append(WarningEvent(reference("service", service), "RouteTakesPrecedence",
-                                f"Route {key[0]}/{key[1]} is annotated too; the Route is monitored, "
-                                "this Service's routemonitor.io annotations are ignored"))
-    kind = "route" if route_on else "service" if service_on else None
-    source = route if route_on else service
-    if kind is None or source is None:
+    opted_in = {s.kind: obj for s in sources.SOURCES
+                if (obj := world.lookup(s.kind, key)) is not None and is_opted_in(obj)}
+    existing = world.monitors.get(key)
+    winner = sources.winner(opted_in)
+    warnings = [WarningEvent(reference(kind, obj), f"{winner.kind_name}TakesPrecedence",
+                             f"{winner.kind_name} {key[0]}/{key[1]} is annotated too; the {winner.kind_name} is "
+                             f"monitored, this {sources.BY_KIND[kind].kind_name}'s routemonitor.io annotations "
+                             "are ignored")
+                for kind, obj in opted_in.items() if winner is not None and kind != winner.kind]
+    if winner is None:
         if existing is not None and _is_generated(existing) and _source_seen_without_annotation(world, key, existing):
             return Generated("delete", warnings=tuple(warnings))
         return Generated("none", warnings=tuple(warnings))
+    kind, source = winner.kind, opted_in[winner.kind]
     try:
-        manifest = monitor_manifest(source, kind)  # type: ignore[arg-type]
+        manifest = monitor_manifest(source, kind)
     except InvalidSpec as e:
         warnings.append(WarningEvent(reference(kind, source), "InvalidAnnotation", _annotation_message(e)))
         return Generated("none", warnings=tuple(warnings))
@@ -119,7 +119,8 @@ def _source_seen_without_annotation(world: World, key: Key, monitor: Mapping[str
     not (yet) seen is left to the garbage collector: at start-up, RouteMonitors may be listed
     before the Routes that own them."""
     owners = {o.get("uid") for o in (monitor.get("metadata") or {}).get("ownerReferences") or []}
-    for obj in (world.routes.get(key), world.services.get(key)):
+    for source in sources.SOURCES:
+        obj = world.lookup(source.kind, key)
         if obj is not None and (obj.get("metadata") or {}).get("uid") in owners:
             return not is_opted_in(obj)
     return False
@@ -127,27 +128,14 @@ def _source_seen_without_annotation(world: World, key: Key, monitor: Mapping[str
 
 def resolve_target(spec: MonitorSpec, world: World, *, allow_url_targets: bool,
                    cluster_domain: str = "cluster.local") -> resolve.ResolvedTarget | Unresolved:
-    key = (spec.namespace, spec.target.name)
+    if isinstance(spec.target, UrlTarget) and not allow_url_targets:
+        return Unresolved("URLTargetsNotAllowed", "url targets are off: the operator runs without "
+                          "--allow-url-targets; use a route or service target")
+    ctx = sources.Context(lookup=world.lookup, cluster_domain=cluster_domain)
     try:
-        if spec.target.kind == "route":
-            route = world.routes.get(key)
-            if route is None:
-                return Unresolved("RouteNotFound", f"Route {key[0]}/{key[1]} does not exist (yet)")
-            target = resolve.resolve_route(route, spec.path)
-        elif spec.target.kind == "service":
-            service = world.services.get(key)
-            if service is None:
-                return Unresolved("ServiceNotFound", f"Service {key[0]}/{key[1]} does not exist (yet)")
-            target = resolve.resolve_service(service, spec.target, spec.path, cluster_domain=cluster_domain)
-        else:
-            if not allow_url_targets:
-                return Unresolved("URLTargetsNotAllowed", "url targets are off: the operator runs without "
-                                  "--allow-url-targets; use a route or service target")
-            target = resolve.resolve_url(spec.target, spec.path)
-        resolve.check_url_safe(target.url)
+        return sources.resolve_target(spec.target, spec.namespace, spec.path, ctx)
     except resolve.TargetError as e:
         return Unresolved(e.reason, e.message)
-    return target
 
 
 def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any], defaults: RuleDefaults | None = None

@@ -21,7 +21,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
-from route_monitor.operator.world import Key, Kind, World
+from route_monitor.operator.world import KINDS, Key, Kind, World
 from route_monitor.probe.result import ProbeResult
 
 log = logging.getLogger(__name__)
@@ -68,19 +68,18 @@ class Supervisor:
         """Fill the world from one list of each kind before any reconcile, so that a restart
         sees Routes and RouteMonitors together (no transient "Route not found" status, no
         needless writes). kopf's own initial listing then changes nothing."""
-        kinds: tuple[Kind, ...] = ("route", "service", "routemonitor")
-        for kind in kinds:
+        for kind in KINDS:
             items = await self._kube.list_all(kind, self.settings.namespaces)
             if items is None:
-                log.warning("the %s API is not served by this cluster: %s targets cannot resolve", kind, kind)
+                log.warning("the %s API is not served by this cluster: %s targets cannot resolve (logged once; "
+                            "restart the operator after installing it)", kind, kind)
                 continue
             for obj in items:
                 self.observe(kind, None, obj)
         rules = await self._kube.list_our_rules(self.settings.namespaces)
         if rules is not None:
             self.reconciler.rules.seed(rules)
-        log.info("initial state: %d Routes, %d Services, %d RouteMonitors", len(self.world.routes),
-                 len(self.world.services), len(self.world.monitors))
+        log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
 
     def membership_changed(self, before: Shard, after: Shard) -> None:
         """Replicas came or went: reconcile exactly the monitors that move to or from this one

@@ -1,39 +1,39 @@
-"""The operator's view of the cluster: the Routes, Services and RouteMonitors it watches.
+"""The operator's view of the cluster: the sources it watches (:data:`route_monitor.sources.SOURCES`:
+Routes, Services, ...), the objects they depend on (Gateways), and RouteMonitors.
 
 Fed by watch events (``observe``), read by the pure planning functions. It answers one
 question for the supervisor: which monitors (``(namespace, name)`` keys) does a change touch?
-A Route or Service change touches the monitor of the same name (generated from its annotations)
-and every RouteMonitor whose target names it. A relist after a reconnect delivers objects that
-did not change: those touch nothing.
+A source's change touches the monitor of the same name (generated from its annotations) and
+every RouteMonitor whose target names it; a dependency's change (a Gateway) touches what the
+sources that read it touch. A relist after a reconnect delivers objects that did not change:
+those touch nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from alert_rules import names
+from route_monitor.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
 
-Kind = Literal["route", "service", "routemonitor"]
-Key = tuple[str, str]
-Ref = tuple[str, str, str]
-"""(kind, namespace, name) of a Route or Service a monitor targets."""
+__all__ = ["KINDS", "Key", "Kind", "Ref", "World", "key_of", "target_ref", "trimmed"]
 
+Kind = str
+"""A row of :data:`SOURCES`, a kind of :data:`DEPENDENCIES`, or ``routemonitor``."""
+KINDS: tuple[Kind, ...] = (*(s.kind for s in SOURCES), *DEPENDENCIES, "routemonitor")
 _VOLATILE_META = ("resourceVersion", "managedFields")
-
-
-def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or "default"), str(meta.get("name")))
+_STATUS_IGNORED = ("service", "ingress", *DEPENDENCIES)
+"""Kinds whose status nothing reads (a Service's, an Ingress's load balancer, a Gateway's)."""
 
 
 def trimmed(obj: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
     """What the operator keeps of an object: no managedFields; a RouteMonitor's own status
-    is kept (it is compared with what the operator wrote); a Service's status is dropped."""
+    is kept (it is compared with what the operator wrote); statuses nothing reads are dropped."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     out = {k: v for k, v in obj.items() if k != "metadata"}
-    if kind == "service":
+    if kind in _STATUS_IGNORED:
         out.pop("status", None)
     out["metadata"] = meta
     return out
@@ -52,28 +52,45 @@ def _essence(obj: Mapping[str, Any] | None, kind: Kind) -> object:
 def target_ref(monitor: Mapping[str, Any]) -> Ref | None:
     target = (monitor.get("spec") or {}).get("target") or {}
     namespace, _ = key_of(monitor)
-    for kind in ("route", "service"):
-        ref = target.get(kind)
+    for source in SOURCES:
+        ref = target.get(source.ref.field)
         if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
-            return (kind, namespace, ref["name"])
+            return (source.kind, namespace, ref["name"])
     return None
+
+
+def _depends(kind: Kind, obj: Mapping[str, Any] | None) -> set[Ref]:
+    source = BY_KIND.get(kind)
+    return set(source.depends(obj)) if source is not None and obj is not None else set()
 
 
 @dataclass
 class World:
-    routes: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    services: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    monitors: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    objects: dict[Kind, dict[Key, dict[str, Any]]] = field(default_factory=lambda: {k: {} for k in KINDS})
     _targeting: dict[Ref, set[Key]] = field(default_factory=dict)
-    """Reverse index: Route/Service -> monitors whose target names it."""
+    """Reverse index: source object -> monitors whose target names it."""
+    _depending: dict[Ref, set[Ref]] = field(default_factory=dict)
+    """Reverse index: dependency (a Gateway) -> source objects whose resolution reads it."""
 
-    def _store(self, kind: Kind) -> dict[Key, dict[str, Any]]:
-        return {"route": self.routes, "service": self.services, "routemonitor": self.monitors}[kind]
+    @property
+    def routes(self) -> dict[Key, dict[str, Any]]:
+        return self.objects["route"]
+
+    @property
+    def services(self) -> dict[Key, dict[str, Any]]:
+        return self.objects["service"]
+
+    @property
+    def monitors(self) -> dict[Key, dict[str, Any]]:
+        return self.objects["routemonitor"]
+
+    def lookup(self, kind: str, key: Key) -> dict[str, Any] | None:
+        return self.objects.get(kind, {}).get(key)
 
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> set[Key]:
         """Record one watch event; return the monitor keys it may change."""
         key = key_of(obj)
-        store = self._store(kind)
+        store = self.objects[kind]
         old = store.get(key)
         new = None if event_type == "DELETED" else trimmed(obj, kind)
         if _essence(old, kind) == _essence(new, kind):
@@ -85,27 +102,32 @@ class World:
         else:
             store[key] = new
         if kind == "routemonitor":
-            self._reindex(key, old, new)
+            _reindex(self._targeting, key, target_ref(old) if old else None, target_ref(new) if new else None)
             return {key}
-        return {key} | self._targeting.get((kind, *key), set())
-
-    def _reindex(self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        old_ref = target_ref(old) if old else None
-        new_ref = target_ref(new) if new else None
-        if old_ref == new_ref:
-            return
-        if old_ref is not None:
-            keys = self._targeting.get(old_ref, set())
-            keys.discard(key)
-            if not keys:
-                self._targeting.pop(old_ref, None)
-        if new_ref is not None:
-            self._targeting.setdefault(new_ref, set()).add(key)
+        ref = (kind, *key)
+        for dep in _depends(kind, old) ^ _depends(kind, new):
+            _reindex(self._depending, ref, dep if dep in _depends(kind, old) else None,
+                     dep if dep in _depends(kind, new) else None)
+        touched = {ref} if kind in BY_KIND else self._depending.get(ref, set())
+        keys: set[Key] = set()
+        for src_kind, ns, name in touched:
+            keys |= {(ns, name)} | self._targeting.get((src_kind, ns, name), set())
+        return keys
 
     def opted_in_keys(self) -> set[Key]:
-        """Keys of Routes and Services carrying the opt-in annotation (their monitors may not exist yet)."""
-        return {k for store in (self.routes, self.services) for k, obj in store.items()
+        """Keys of annotated sources (their monitors may not exist yet)."""
+        return {k for s in SOURCES for k, obj in self.objects[s.kind].items()
                 if names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})}
 
-    def get(self, kind: str, key: Key) -> dict[str, Any] | None:
-        return self._store(kind).get(key)  # type: ignore[arg-type]
+
+def _reindex(index: dict[Any, set[Any]], member: Any, old: Any, new: Any) -> None:
+    """Move ``member`` from ``index[old]`` to ``index[new]`` (None: not indexed)."""
+    if old == new:
+        return
+    if old is not None:
+        members = index.get(old, set())
+        members.discard(member)
+        if not members:
+            index.pop(old, None)
+    if new is not None:
+        index.setdefault(new, set()).add(member)

@@ -1,0 +1,118 @@
+"""The one table of target sources: which kinds of objects a monitor can be made from or point at.
+
+Each row says, for one kind: its API (apiVersion, Kind, plural), where it sits in the
+precedence among annotated objects of the same name (earlier rows win), the ``spec.target``
+key of a RouteMonitor that names it, how a URL is resolved from the object, and which other
+objects that resolution reads (:attr:`Source.depends`). The operator (``operator/plan.py``,
+``operator/world.py``) and the file path (``manifests.py``, ``fileplan.py``) both read this
+table, so a kind is added here once and both follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from route_monitor import resolve
+from route_monitor.resolve import ResolvedTarget, TargetError
+from route_monitor.spec import ObjectRef, RouteRef, ServiceRef, Target, UrlTarget
+
+SourceKind = Literal["route", "service"]
+Key = tuple[str, str]
+Ref = tuple[str, str, str]
+"""(kind, namespace, name) of an object."""
+Lookup = Callable[[str, Key], Mapping[str, Any] | None]
+"""(kind, (namespace, name)) -> the object, or None when it is not known."""
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    """``(namespace, name)`` of an object; a manifest without a namespace is in ``default``."""
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or "default"), str(meta.get("name")))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What resolution needs besides the object: the other objects, and where they come from."""
+
+    lookup: Lookup
+    cluster_domain: str = "cluster.local"
+    missing: str = "does not exist (yet)"
+    """How a missing object is told: the operator waits for it, a file set lacks it."""
+    from_files: bool = False
+    """Manifests as written, with no controller to fill in their status."""
+
+
+def _resolve_route(obj: Mapping[str, Any], target: ObjectRef, path: str | None, _: Context) -> ResolvedTarget:
+    return resolve.resolve_route(obj, path)
+
+
+def _resolve_service(obj: Mapping[str, Any], target: ObjectRef, path: str | None, ctx: Context) -> ResolvedTarget:
+    assert isinstance(target, ServiceRef)
+    return resolve.resolve_service(obj, target, path, cluster_domain=ctx.cluster_domain)
+
+
+def _no_dependencies(_: Mapping[str, Any]) -> tuple[Ref, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: SourceKind
+    api_version: str
+    kind_name: str
+    plural: str
+    ref: type[ObjectRef]
+    """The ``spec.target`` variant that names an object of this kind."""
+    resolve: Callable[[Mapping[str, Any], ObjectRef, str | None, Context], ResolvedTarget]
+    depends: Callable[[Mapping[str, Any]], tuple[Ref, ...]] = _no_dependencies
+    """Other objects the resolution reads (e.g. an HTTPRoute's Gateways): their changes matter."""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def reference(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        """An object reference (for Events and ownerReferences)."""
+        meta = obj.get("metadata") or {}
+        return {"apiVersion": self.api_version, "kind": self.kind_name, "name": str(meta.get("name")),
+                "namespace": str(meta.get("namespace") or "default"), "uid": str(meta.get("uid", ""))}
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route),
+    Source("service", "v1", "Service", "services", ServiceRef, _resolve_service),
+)
+"""In precedence order: when objects of the same name are annotated, the first one wins."""
+BY_KIND: dict[str, Source] = {s.kind: s for s in SOURCES}
+BY_KIND_NAME: dict[str, Source] = {s.kind_name: s for s in SOURCES}
+DEPENDENCIES: dict[str, tuple[str, str, str]] = {}
+"""Kinds that are no source but that sources read: kind -> (apiVersion, Kind, plural)."""
+
+
+def source_of(target: ObjectRef) -> Source:
+    return BY_KIND[target.kind]
+
+
+def winner(opted_in: Collection[str]) -> Source | None:
+    """The source that wins among the kinds of annotated objects of one name."""
+    return next((s for s in SOURCES if s.kind in opted_in), None)
+
+
+def resolve_target(target: Target, namespace: str, path: str | None, ctx: Context) -> ResolvedTarget:
+    """The URL of ``target`` for a monitor in ``namespace``; :class:`TargetError` says why not
+    (``<Kind>NotFound`` when the object is missing)."""
+    if isinstance(target, UrlTarget):
+        return resolve.resolve_url(target, path)
+    source = source_of(target)
+    obj = ctx.lookup(source.kind, (namespace, target.name))
+    if obj is None:
+        raise TargetError(f"{source.kind_name}NotFound", f"{source.kind_name} {namespace}/{target.name} {ctx.missing}")
+    resolved = source.resolve(obj, target, path, ctx)
+    resolve.check_url_safe(resolved.url)
+    return resolved
