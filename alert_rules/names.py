@@ -83,7 +83,7 @@ ANNOTATION_DASHBOARD_URL: Final = "dashboard_url"
 DASHBOARD_DETAIL_UID: Final = "route-monitor-detail"
 """uid of grafana/monitor-detail.json (alerts link to it when a Grafana base URL is configured)."""
 
-# --- Contract 1: opt-in annotations on Routes and Services -----------------------------------
+# --- Contracts 1 and 7: opt-in annotations on Routes, Services, Ingresses, HTTPRoutes -------
 ANNOTATION_PREFIX: Final = "routemonitor.io/"
 ANN_SLO: Final = "routemonitor.io/slo"
 ANN_PATH: Final = "routemonitor.io/path"
@@ -95,6 +95,8 @@ ANN_MAINTENANCE: Final = "routemonitor.io/maintenance"
 """Contract 9: maintenance windows, one a line (on a Route, a Service or a RouteMonitor)."""
 ANN_PAUSED: Final = "routemonitor.io/paused"
 """Contract 9: ``"true"`` excludes every probe result (on a Route, a Service or a RouteMonitor)."""
+ANN_HOST: Final = "routemonitor.io/host"
+"""Ingress and HTTPRoute only (Contract 7): which of the object's hosts to probe."""
 LABEL_GENERATED_FROM: Final = "routemonitor.io/generated-from"
 
 # --- Contract 6: replicas ----------------------------------------------------------------------

@@ -28,6 +28,8 @@ _FIELD_TO_ANNOTATION = {
     "spec.slo.latency.objective": names.ANN_LATENCY_SLO,
     "spec.target.service.port": names.ANN_PORT,
     "spec.paused": names.ANN_PAUSED,
+    "spec.target.ingress.host": names.ANN_HOST,
+    "spec.target.httpRoute.host": names.ANN_HOST,
 }
 
 
@@ -64,6 +66,11 @@ def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]
             raise _ann_error(names.ANN_PORT, ann[names.ANN_PORT],
                              f"only applies to Services; a {source.kind_name}'s port is its own")
         ref["port"] = ann[names.ANN_PORT]
+    if names.ANN_HOST in ann:
+        if source.hosts is None:
+            raise _ann_error(names.ANN_HOST, ann[names.ANN_HOST], "only applies to Ingresses and HTTPRoutes "
+                             f"(a {source.kind_name} has one host)")
+        ref["host"] = ann[names.ANN_HOST]
     spec: dict[str, Any] = {"target": target, "slo": {"availability": ann[names.ANN_SLO]}}
     if names.ANN_PATH in ann:
         spec["path"] = ann[names.ANN_PATH]

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from alert_rules import findings
+from alert_rules import findings, names
 from alert_rules.model import InvalidSpec
 from route_monitor import sources
-from route_monitor.annotations import annotation_for, is_opted_in, monitor_spec
+from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
 from route_monitor.sources import Key, key_of
 from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
 
@@ -119,6 +119,19 @@ _READ_KINDS = {**{s.kind_name: s.kind for s in sources.SOURCES},
 """Kind in a manifest -> the kind it is kept as."""
 
 
+def _annotated_spec(obj: Mapping[str, Any], kind: str) -> MonitorSpec:
+    spec = monitor_spec(obj, kind)  # type: ignore[arg-type]
+    wanted = annotations_of(obj).get(names.ANN_HOST, "")
+    problem = sources.host_problem(kind, obj, wanted)
+    if problem is not None:
+        if wanted:
+            raise InvalidSpec(f"metadata.annotations[{names.ANN_HOST}]", wanted, f"{problem.reason}: {problem.message}")
+        hosts_field = "spec.rules[].host" if kind == "ingress" else "spec.hostnames"
+        hosts = sources.BY_KIND[kind].hosts
+        raise InvalidSpec(hosts_field, hosts(obj) if hosts else [], f"{problem.reason}: {problem.message}")
+    return spec
+
+
 def collect(manifests: Iterable[Manifest]) -> Collection:
     """Monitors from RouteMonitors and annotated sources (the earlier row of ``SOURCES`` wins)."""
     out = Collection()
@@ -138,10 +151,10 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         assert winner is not None
         for kind, m in by_kind.items():
             if kind == winner.kind:
-                candidates.append((m, lambda m=m, kind=kind: monitor_spec(m.obj, kind)))
+                candidates.append((m, lambda m=m, kind=kind: _annotated_spec(m.obj, kind)))
                 continue
             out.problems.append(ManifestError(
-                m.source, m.ref, "", f"a {winner.kind_name} of the same name is also annotated: the "
+                m.source, m.ref, "", f"{sources.article(winner.kind_name)} of the same name is also annotated: the "
                 f"{winner.kind_name} is monitored, this {sources.BY_KIND[kind].kind_name} is not", True))
     for m, parse in candidates:
         try:

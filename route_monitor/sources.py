@@ -14,11 +14,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from route_monitor import resolve
+from route_monitor import resolve, resolve_http
 from route_monitor.resolve import ResolvedTarget, TargetError
-from route_monitor.spec import ObjectRef, RouteRef, ServiceRef, Target, UrlTarget
+from route_monitor.spec import HTTPRouteRef, IngressRef, ObjectRef, RouteRef, ServiceRef, Target, UrlTarget
 
-SourceKind = Literal["route", "service"]
+SourceKind = Literal["route", "httproute", "ingress", "service"]
 Key = tuple[str, str]
 Ref = tuple[str, str, str]
 """(kind, namespace, name) of an object."""
@@ -53,6 +53,21 @@ def _resolve_service(obj: Mapping[str, Any], target: ObjectRef, path: str | None
     return resolve.resolve_service(obj, target, path, cluster_domain=ctx.cluster_domain)
 
 
+def _resolve_ingress(obj: Mapping[str, Any], target: ObjectRef, path: str | None, _: Context) -> ResolvedTarget:
+    assert isinstance(target, IngressRef)
+    return resolve_http.resolve_ingress(obj, target.host, path)
+
+
+def _resolve_httproute(obj: Mapping[str, Any], target: ObjectRef, path: str | None, ctx: Context) -> ResolvedTarget:
+    assert isinstance(target, HTTPRouteRef)
+    return resolve_http.resolve_httproute(obj, target.host, path, lambda key: ctx.lookup("gateway", key),
+                                          from_files=ctx.from_files)
+
+
+def _gateways(obj: Mapping[str, Any]) -> tuple[Ref, ...]:
+    return tuple(("gateway", *key) for key in resolve_http.gateway_refs(obj))
+
+
 def _no_dependencies(_: Mapping[str, Any]) -> tuple[Ref, ...]:
     return ()
 
@@ -68,6 +83,8 @@ class Source:
     resolve: Callable[[Mapping[str, Any], ObjectRef, str | None, Context], ResolvedTarget]
     depends: Callable[[Mapping[str, Any]], tuple[Ref, ...]] = _no_dependencies
     """Other objects the resolution reads (e.g. an HTTPRoute's Gateways): their changes matter."""
+    hosts: Callable[[Mapping[str, Any]], list[str]] | None = None
+    """The object's hosts, for kinds where a monitor picks one (``routemonitor.io/host``)."""
 
     @property
     def group(self) -> str:
@@ -86,13 +103,22 @@ class Source:
 
 SOURCES: tuple[Source, ...] = (
     Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route),
+    Source("httproute", "gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes", HTTPRouteRef, _resolve_httproute,
+           depends=_gateways, hosts=resolve_http.httproute_hosts),
+    Source("ingress", "networking.k8s.io/v1", "Ingress", "ingresses", IngressRef, _resolve_ingress,
+           hosts=resolve_http.ingress_hosts),
     Source("service", "v1", "Service", "services", ServiceRef, _resolve_service),
 )
 """In precedence order: when objects of the same name are annotated, the first one wins."""
 BY_KIND: dict[str, Source] = {s.kind: s for s in SOURCES}
 BY_KIND_NAME: dict[str, Source] = {s.kind_name: s for s in SOURCES}
-DEPENDENCIES: dict[str, tuple[str, str, str]] = {}
+DEPENDENCIES: dict[str, tuple[str, str, str]] = {"gateway": ("gateway.networking.k8s.io/v1", "Gateway", "gateways")}
 """Kinds that are no source but that sources read: kind -> (apiVersion, Kind, plural)."""
+
+
+def article(kind_name: str) -> str:
+    """``a Route``, ``an Ingress``."""
+    return f"{'an' if kind_name[0] in 'AEIOU' else 'a'} {kind_name}"
 
 
 def source_of(target: ObjectRef) -> Source:
@@ -102,6 +128,19 @@ def source_of(target: ObjectRef) -> Source:
 def winner(opted_in: Collection[str]) -> Source | None:
     """The source that wins among the kinds of annotated objects of one name."""
     return next((s for s in SOURCES if s.kind in opted_in), None)
+
+
+def host_problem(kind: str, obj: Mapping[str, Any], wanted: str) -> TargetError | None:
+    """Why an annotated object of ``kind`` has no host to probe (wildcards only, or the wanted
+    host is not one of its hosts); None when it has one or its kind has no host choice."""
+    source = BY_KIND[kind]
+    if source.hosts is None:
+        return None
+    try:
+        resolve_http.pick_host(f"{source.kind_name} {'/'.join(key_of(obj))}", source.hosts(obj), wanted)
+    except TargetError as e:
+        return e
+    return None
 
 
 def resolve_target(target: Target, namespace: str, path: str | None, ctx: Context) -> ResolvedTarget:

@@ -306,6 +306,8 @@ ROLE = load("clusterrole.yaml")
 NEEDED = {
     *(("route.openshift.io", "routes", v) for v in ("get", "list", "watch")),
     *(("", "services", v) for v in ("get", "list", "watch")),
+    *(("networking.k8s.io", "ingresses", v) for v in ("get", "list", "watch")),
+    *(("gateway.networking.k8s.io", r, v) for r in ("httproutes", "gateways") for v in ("get", "list", "watch")),
     *(("routemonitor.io", "routemonitors", v) for v in ("get", "list", "watch", "create", "update", "delete")),
     ("routemonitor.io", "routemonitors/status", "patch"),
     # get/list: whose rule is at a name (never written over a team's own); delete: only rules of
@@ -319,6 +321,9 @@ FORBIDDEN = [
     pytest.param("", "services", "patch", id="patch-services"),
     pytest.param("", "services", "delete", id="delete-services"),
     pytest.param("", "secrets", "get", id="read-secrets"),
+    pytest.param("networking.k8s.io", "ingresses", "patch", id="patch-ingresses"),
+    pytest.param("gateway.networking.k8s.io", "httproutes", "update", id="update-httproutes"),
+    pytest.param("gateway.networking.k8s.io", "gateways", "patch", id="patch-gateways"),
     pytest.param("monitoring.coreos.com", "prometheusrules", "watch", id="watch-rules"),
     pytest.param("monitoring.coreos.com", "prometheusrules", "patch", id="patch-rules"),
     pytest.param("", "namespaces", "list", id="list-namespaces"),

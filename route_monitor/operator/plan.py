@@ -20,7 +20,7 @@ import alert_rules
 from alert_rules import names
 from alert_rules.model import InvalidSpec, RuleDefaults
 from route_monitor import resolve, sources
-from route_monitor.annotations import annotation_for, is_opted_in, monitor_manifest
+from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
 from route_monitor.spec import MonitorSpec, UrlTarget
 
@@ -102,6 +102,11 @@ def plan_generated(world: World, key: Key) -> Generated:
         manifest = monitor_manifest(source, kind)
     except InvalidSpec as e:
         warnings.append(WarningEvent(reference(kind, source), "InvalidAnnotation", _annotation_message(e)))
+        return Generated("none", warnings=tuple(warnings))
+    problem = sources.host_problem(kind, source, annotations_of(source).get(names.ANN_HOST, ""))
+    if problem is not None:
+        warnings.append(WarningEvent(reference(kind, source), problem.reason, f"{problem.message}; no monitor "
+                                     "change was made"))
         return Generated("none", warnings=tuple(warnings))
     manifest["metadata"]["ownerReferences"] = [owner_reference(kind, source)]
     if existing is not None and not _is_generated(existing):
