@@ -83,6 +83,8 @@ class Source:
     resolve: Callable[[Mapping[str, Any], ObjectRef, str | None, Context], ResolvedTarget]
     depends: Callable[[Mapping[str, Any]], tuple[Ref, ...]] = _no_dependencies
     """Other objects the resolution reads (e.g. an HTTPRoute's Gateways): their changes matter."""
+    reads: tuple[str, ...] = ()
+    """The kinds of :data:`DEPENDENCIES` that ``depends`` returns."""
     hosts: Callable[[Mapping[str, Any]], list[str]] | None = None
     """The object's hosts, for kinds where a monitor picks one (``routemonitor.io/host``)."""
 
@@ -104,7 +106,7 @@ class Source:
 SOURCES: tuple[Source, ...] = (
     Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route),
     Source("httproute", "gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes", HTTPRouteRef, _resolve_httproute,
-           depends=_gateways, hosts=resolve_http.httproute_hosts),
+           depends=_gateways, reads=("gateway",), hosts=resolve_http.httproute_hosts),
     Source("ingress", "networking.k8s.io/v1", "Ingress", "ingresses", IngressRef, _resolve_ingress,
            hosts=resolve_http.ingress_hosts),
     Source("service", "v1", "Service", "services", ServiceRef, _resolve_service),

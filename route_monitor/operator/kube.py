@@ -51,9 +51,13 @@ WATCHED: dict[str, Any] = {
 
 
 def status_code(error: BaseException) -> int | None:
+    """The HTTP status of a failed API request. lightkube raises ApiError when the body is a
+    Kubernetes Status, and the HTTP client's own error when it is not (the apiserver's plain
+    "404 page not found" for an API group it does not serve)."""
     if isinstance(error, ApiError) and error.status is not None:
         return int(error.status.code or 0) or None
-    return None
+    code = getattr(getattr(error, "response", None), "status_code", None)
+    return code if isinstance(code, int) else None
 
 
 class KubeWriter:
@@ -76,7 +80,7 @@ class KubeWriter:
             for ns in namespaces or (ALL_NS,):
                 async for obj in self._client.list(res, namespace=ns, chunk_size=500):
                     out.append(obj.to_dict() if hasattr(obj, "to_dict") and not isinstance(obj, dict) else dict(obj))
-        except ApiError as e:
+        except Exception as e:  # an API group not served answers a plain 404, not an ApiError
             if status_code(e) == 404:
                 return None
             raise
@@ -127,7 +131,7 @@ class KubeWriter:
             for ns in namespaces or (ALL_NS,):
                 async for obj in self._client.list(PrometheusRule, namespace=ns, labels=selector, chunk_size=500):
                     out.append(dict(obj.to_dict()))  # type: ignore[no-untyped-call]
-        except ApiError as e:
+        except Exception as e:  # an API group not served answers a plain 404, not an ApiError
             if status_code(e) == 404:
                 return None
             raise

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from route_monitor import sources
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
 from route_monitor.operator.kube import KubeWriter, status_code
@@ -38,6 +39,19 @@ def error_reason(error: BaseException) -> str:
     if isinstance(error, (OSError, TimeoutError)) or type(error).__module__.startswith(("httpx", "httpcore")):
         return "api_unavailable"
     return "other"
+
+
+def _not_served(kind: Kind) -> str:
+    """What it means that this cluster does not serve ``kind``'s API (no Routes outside OpenShift...)."""
+    if kind in sources.BY_KIND:
+        source = sources.BY_KIND[kind]
+        return (f"{source.kind_name} ({source.api_version}) is not served by this cluster: {source.kind_name}s are "
+                f"not monitored and {source.kind_name} targets cannot resolve")
+    if kind in sources.DEPENDENCIES:
+        api_version, kind_name, _ = sources.DEPENDENCIES[kind]
+        readers = ", ".join(s.kind_name for s in sources.SOURCES if kind in s.reads)
+        return f"{kind_name} ({api_version}) is not served by this cluster: {readers} targets cannot resolve"
+    return f"the {kind} API is not served by this cluster"
 
 
 class Supervisor:
@@ -71,8 +85,7 @@ class Supervisor:
         for kind in KINDS:
             items = await self._kube.list_all(kind, self.settings.namespaces)
             if items is None:
-                log.warning("the %s API is not served by this cluster: %s targets cannot resolve (logged once; "
-                            "restart the operator after installing it)", kind, kind)
+                log.warning("%s: logged once; restart the operator after installing its CRD", _not_served(kind))
                 continue
             for obj in items:
                 self.observe(kind, None, obj)

@@ -3,7 +3,12 @@
 Started once per test session on free loopback ports (``/work/shared/TESTING.md``), with:
 
 - the CRDs installed before the controller-manager starts (so its garbage collector knows them
-  from the start): ``crds/routemonitor.yaml`` and the test stand-ins ``tests/crds/*.yaml``;
+  from the start): ``crds/routemonitor.yaml``, the upstream Gateway and HTTPRoute CRDs vendored
+  in ``tests/crds/upstream/`` (adapted for apiserver 1.20 by ``upstream_crds.adapt``), and two
+  stand-ins (``tests/crds/``): the Route (upstream's ``spec.host`` admits no port, and the tests'
+  Routes point at loopback servers on free ports) and the PrometheusRule (stricter than upstream's
+  schema: it also runs the two checks of prometheus-operator's admission webhook);
+  ``tests/test_upstream_crds.py`` keeps both in agreement with the upstream CRDs;
 - an admin kubeconfig (``system:masters``) for the tests themselves, and an operator kubeconfig
   for a token user bound *only* to the ClusterRole from ``deploy/``, so RBAC is tested for real;
 - ``restart_apiserver()`` for watch-recovery tests; every process is stopped by its pid.
@@ -30,14 +35,20 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.support import upstream_crds
 from tests.support.net import free_port, port_open, wait_for
+from tests.support.upstream_crds import ROOT
+from tests.support.upstream_crds import UPSTREAM as UPSTREAM_CRDS
 
-ROOT = Path(__file__).resolve().parents[2]
 KUBE_VERSION = "1.20.2"
 CACHE = Path(os.environ.get("RM_CACHE", Path.home() / ".cache" / "route-monitor"))
 KUBE_BIN = CACHE / f"kubernetes-{KUBE_VERSION}"
-CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", ROOT / "tests" / "crds" / "route.yaml",
-             ROOT / "tests" / "crds" / "prometheusrule.yaml")
+STAND_INS = ROOT / "tests" / "crds"
+CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", STAND_INS / "route.yaml", STAND_INS / "prometheusrule.yaml",
+             UPSTREAM_CRDS / "gateway.networking.k8s.io_gateways.yaml",
+             UPSTREAM_CRDS / "gateway.networking.k8s.io_httproutes.yaml")
+BARE_CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", STAND_INS / "prometheusrule.yaml")
+"""A cluster without the Route and Gateway APIs (plain Kubernetes, no Gateway API installed)."""
 CLUSTER_ROLE_FILE = ROOT / "deploy" / "base" / "clusterrole.yaml"
 LEASE_ROLE_FILE = ROOT / "deploy" / "base" / "role.yaml"
 ADMIN_TOKEN = "admin-token"
@@ -140,11 +151,16 @@ def _admin_request(cluster: Cluster, method: str, path: str, body: dict[str, Any
                          headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
-def _install(cluster: Cluster) -> None:
+def load_crd(path: Path) -> dict[str, Any]:
+    """A CRD file as installed: upstream ones adapted for apiserver 1.20 (``upstream_crds.adapt``)."""
+    return upstream_crds.load(path) if path.parent == UPSTREAM_CRDS else dict(yaml.safe_load(path.read_text()))
+
+
+def _install(cluster: Cluster, crd_files: tuple[Path, ...]) -> None:
     """CRDs (waiting until each is Established), and the operator's ClusterRole bound to the
     operator's test user (instead of the ServiceAccount the Deployment uses)."""
-    for path in CRD_FILES:
-        crd = yaml.safe_load(path.read_text())
+    for path in crd_files:
+        crd = load_crd(path)
         r = _admin_request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
         assert r.status_code == 201, f"{path.name} rejected by kube-apiserver: {r.text}"
 
@@ -181,7 +197,7 @@ def _install(cluster: Cluster) -> None:
     assert r.status_code == 201, r.text
 
 
-def start_cluster(workdir: Path) -> Cluster:
+def start_cluster(workdir: Path, crd_files: tuple[Path, ...] = CRD_FILES) -> Cluster:
     missing = [b for b in ("kube-apiserver", "kube-controller-manager") if not (KUBE_BIN / b).exists()]
     if missing or not shutil.which("etcd"):
         pytest.fail(f"control-plane binaries missing ({', '.join(missing) or 'etcd'}): "
@@ -214,7 +230,7 @@ def start_cluster(workdir: Path) -> Cluster:
         ])
         wait_for(lambda: port_open(etcd_port), timeout=30, what="etcd")
         cluster.start_apiserver()
-        _install(cluster)
+        _install(cluster, crd_files)
         cluster._spawn("kube-controller-manager", [
             str(KUBE_BIN / "kube-controller-manager"), f"--kubeconfig={admin_kc}",
             "--controllers=garbagecollector,namespace,clusterrole-aggregation", "--bind-address=127.0.0.1", "--secure-port=0",

@@ -100,9 +100,10 @@ def running_operator(cluster: Cluster, workdir: Path, *args: str) -> Iterator[Op
 
 # --- probe targets ------------------------------------------------------------------------------
 class Target:
-    """An HTTP server on 127.0.0.1 that answers GET/HEAD with ``status`` and counts the hits."""
+    """An HTTP server on 127.0.0.1 (a free port unless ``port``) that answers GET/HEAD with
+    ``status`` and counts the hits."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.status = 200
         self.hits: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -123,7 +124,7 @@ class Target:
             def log_message(self, *_: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.cluster import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 UPSTREAM = ROOT / "tests" / "crds" / "upstream"
 SERVICEMONITOR = UPSTREAM / "monitoring.coreos.com_servicemonitors.yaml"
@@ -35,5 +35,6 @@ def adapt(node: Any) -> Any:
 
 
 def load(path: Path) -> dict[str, Any]:
-    crd: dict[str, Any] = adapt(yaml.safe_load(path.read_text()))
+    [doc] = [d for d in yaml.safe_load_all(path.read_text()) if d]  # some files start with "---"
+    crd: dict[str, Any] = adapt(doc)
     return crd
