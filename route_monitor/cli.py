@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("standalone", help="probe monitors from YAML files, no cluster")
     st.add_argument("paths", nargs="+", metavar="PATH",
-                    help="YAML file or folder of RouteMonitor/Route/Service manifests")
+                    help="YAML file or folder of RouteMonitor, Route, HTTPRoute, Gateway, Ingress, Service manifests")
     st.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT",
                     help="where /metrics is served (default 127.0.0.1:8080)")
     st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")

@@ -144,7 +144,8 @@ def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gat
     for ref, key in parents:
         gw = gateway(key)
         if gw is None:
-            problems.append(("GatewayNotFound", f"Gateway {key[0]}/{key[1]} does not exist"))
+            problems.append(("GatewayNotFound", f"Gateway {key[0]}/{key[1]} is not known (it does not exist, or "
+                             "its namespace is not watched)"))
             continue
         listener = _listener(gw, ref, chosen)
         if listener is None:

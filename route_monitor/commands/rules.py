@@ -1,6 +1,6 @@
 """``route-monitor rules PATH... [--format prometheus|prometheusrule] [--tests DIR] [-o FILE]``
 
-Reads RouteMonitors and annotated Routes/Services, prints the generated rules: one plain
+Reads RouteMonitors and annotated Routes/HTTPRoutes/Ingresses/Services, prints the generated rules: one plain
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
 document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
@@ -118,7 +118,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if loaded.failed:
         return 1
     if not loaded.monitors:
-        print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route or Service found", file=err)
+        print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route, HTTPRoute, Ingress or "
+              "Service found", file=err)
         return 1
     text = render(loaded.monitors, args.format, rule_defaults(args))
     if args.tests:
