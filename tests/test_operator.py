@@ -44,6 +44,7 @@ from tests.support.operator import (
     Operator,
     Target,
     admin_client,
+    admit,
     annotations,
     condition,
     get,
@@ -135,9 +136,7 @@ def test_probed_url_follows_host_changes(kube: Client, operator: Operator, ns: s
         wait_for(lambda: second.count() >= 1, timeout=10, what="the new host to be probed")
         stopped_at = first.count()
         # an admitted ingress host wins over spec.host
-        kube.patch(Route.Status, "web", {"status": {"ingress": [
-            {"host": third.host, "routerName": "default",
-             "conditions": [{"type": "Admitted", "status": "True"}]}]}}, namespace=ns, patch_type=PatchType.MERGE)
+        admit(kube, ns, "web", third.host)
         wait_monitor(kube, ns, "web", lambda m: m["status"].get("url") == f"http://{third.host}/",
                      "status.url to follow the admitted ingress host")
         wait_for(lambda: third.count() >= 1, timeout=10, what="the admitted host to be probed")

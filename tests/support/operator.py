@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.resources.core_v1 import Event
+from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
@@ -159,6 +160,16 @@ def route(ns: str, name: str, host: str, ann: dict[str, str] | None = None, **sp
         "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
         "spec": {"host": host, "to": {"kind": "Service", "name": name}, **spec},
     })
+
+
+def admit(kube: Client, ns: str, name: str, host: str, *, router: str = "default") -> None:
+    """What an OpenShift router writes when it admits a Route (``status.ingress[]``)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kube.patch(Route.Status, name, {"status": {"ingress": [
+        {"host": host, "routerName": router, "wildcardPolicy": "None",
+         "routerCanonicalHostname": f"router-{router}.apps.example.com",
+         "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": now}]}]}},
+        namespace=ns, patch_type=PatchType.MERGE)
 
 
 def get(kube: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
