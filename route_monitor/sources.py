@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from route_monitor import resolve, resolve_http
 from route_monitor.resolve import ResolvedTarget, TargetError
-from route_monitor.spec import HTTPRouteRef, IngressRef, ObjectRef, RouteRef, ServiceRef, Target, UrlTarget
+from route_monitor.spec import HTTPRouteRef, IngressRef, RouteRef, ServiceRef, SourceRef, Target, UrlTarget
 
 SourceKind = Literal["route", "httproute", "ingress", "service"]
 Key = tuple[str, str]
@@ -44,21 +44,21 @@ class Context:
     """Manifests as written, with no controller to fill in their status."""
 
 
-def _resolve_route(obj: Mapping[str, Any], target: ObjectRef, path: str | None, _: Context) -> ResolvedTarget:
+def _resolve_route(obj: Mapping[str, Any], target: SourceRef, path: str | None, _: Context) -> ResolvedTarget:
     return resolve.resolve_route(obj, path)
 
 
-def _resolve_service(obj: Mapping[str, Any], target: ObjectRef, path: str | None, ctx: Context) -> ResolvedTarget:
+def _resolve_service(obj: Mapping[str, Any], target: SourceRef, path: str | None, ctx: Context) -> ResolvedTarget:
     assert isinstance(target, ServiceRef)
     return resolve.resolve_service(obj, target, path, cluster_domain=ctx.cluster_domain)
 
 
-def _resolve_ingress(obj: Mapping[str, Any], target: ObjectRef, path: str | None, _: Context) -> ResolvedTarget:
+def _resolve_ingress(obj: Mapping[str, Any], target: SourceRef, path: str | None, _: Context) -> ResolvedTarget:
     assert isinstance(target, IngressRef)
     return resolve_http.resolve_ingress(obj, target.host, path)
 
 
-def _resolve_httproute(obj: Mapping[str, Any], target: ObjectRef, path: str | None, ctx: Context) -> ResolvedTarget:
+def _resolve_httproute(obj: Mapping[str, Any], target: SourceRef, path: str | None, ctx: Context) -> ResolvedTarget:
     assert isinstance(target, HTTPRouteRef)
     return resolve_http.resolve_httproute(obj, target.host, path, lambda key: ctx.lookup("gateway", key),
                                           from_files=ctx.from_files)
@@ -78,9 +78,9 @@ class Source:
     api_version: str
     kind_name: str
     plural: str
-    ref: type[ObjectRef]
+    ref: type[SourceRef]
     """The ``spec.target`` variant that names an object of this kind."""
-    resolve: Callable[[Mapping[str, Any], ObjectRef, str | None, Context], ResolvedTarget]
+    resolve: Callable[[Mapping[str, Any], SourceRef, str | None, Context], ResolvedTarget]
     depends: Callable[[Mapping[str, Any]], tuple[Ref, ...]] = _no_dependencies
     """Other objects the resolution reads (e.g. an HTTPRoute's Gateways): their changes matter."""
     reads: tuple[str, ...] = ()
@@ -123,7 +123,7 @@ def article(kind_name: str) -> str:
     return f"{'an' if kind_name[0] in 'AEIOU' else 'a'} {kind_name}"
 
 
-def source_of(target: ObjectRef) -> Source:
+def source_of(target: SourceRef) -> Source:
     return BY_KIND[target.kind]
 
 

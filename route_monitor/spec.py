@@ -90,9 +90,9 @@ class UrlTarget:
     field: ClassVar[str] = "url"
 
 
-ObjectRef = RouteRef | ServiceRef | IngressRef | HTTPRouteRef
+SourceRef = RouteRef | ServiceRef | IngressRef | HTTPRouteRef
 """A target that names an object in the monitor's namespace."""
-Target = ObjectRef | UrlTarget
+Target = SourceRef | UrlTarget
 TargetKind = Literal["route", "service", "ingress", "httproute", "url"]
 _REFS: tuple[type[RouteRef] | type[ServiceRef] | type[IngressRef] | type[HTTPRouteRef], ...] = (
     RouteRef, ServiceRef, IngressRef, HTTPRouteRef)

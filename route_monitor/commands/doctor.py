@@ -22,13 +22,15 @@ from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
+from route_monitor import sources
 from route_monitor.doctor import Finding, Generated, check_all
-from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
+from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor, status_code
 
 Prometheus = create_namespaced_resource("monitoring.coreos.com", "v1", "Prometheus", "prometheuses")
 ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
 OPERATOR_NEEDS = (
-    ("route.openshift.io", "routes", "watch"), ("", "services", "watch"),
+    *((s.group, s.plural, "watch") for s in sources.SOURCES),
+    *((api_version.rpartition("/")[0], plural, "watch") for api_version, _, plural in sources.DEPENDENCIES.values()),
     ("routemonitor.io", "routemonitors", "watch"), ("routemonitor.io", "routemonitors", "create"),
     ("routemonitor.io", "routemonitors", "update"), ("routemonitor.io", "routemonitors/status", "patch"),
     ("monitoring.coreos.com", "prometheusrules", "create"), ("monitoring.coreos.com", "prometheusrules", "update"),
@@ -42,8 +44,8 @@ def _items(client: Client, res: Any, namespace: str | None = ALL_NS) -> list[dic
     try:
         listing = client.list(res) if namespace is None else client.list(res, namespace=namespace)
         return [o.to_dict() if hasattr(o, "to_dict") else dict(o) for o in listing]
-    except ApiError as e:
-        if e.status.code == 404:
+    except Exception as e:  # an API group not served answers a plain 404, not an ApiError
+        if status_code(e) == 404:
             return None
         raise
 
