@@ -15,7 +15,7 @@ from typing import Any
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor.maintenance import annotation_items, as_annotation_error
-from route_monitor.sources import BY_KIND, SourceKind
+from route_monitor.sources import BY_KIND
 from route_monitor.spec import MonitorSpec, ServiceRef, parse_paused, parse_routemonitor
 
 # spec field path -> annotation that sets it (for error messages)
@@ -52,8 +52,9 @@ def _ann_error(annotation: str, value: object, reason: str) -> InvalidSpec:
     return InvalidSpec(f"metadata.annotations[{annotation}]", value, reason)
 
 
-def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]:
-    """The RouteMonitor manifest for an annotated object of ``kind`` (without ownerReferences)."""
+def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The RouteMonitor manifest for an annotated object of ``kind`` (a key of ``sources.BY_KIND``),
+    without ownerReferences."""
     meta = obj.get("metadata") or {}
     ann = annotations_of(obj)
     if names.ANN_SLO not in ann:
@@ -111,5 +112,5 @@ def monitor_manifest(obj: Mapping[str, Any], kind: SourceKind) -> dict[str, Any]
     return manifest
 
 
-def monitor_spec(obj: Mapping[str, Any], kind: SourceKind) -> MonitorSpec:
+def monitor_spec(obj: Mapping[str, Any], kind: str) -> MonitorSpec:
     return parse_routemonitor(monitor_manifest(obj, kind))

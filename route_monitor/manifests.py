@@ -120,7 +120,7 @@ _READ_KINDS = {**{s.kind_name: s.kind for s in sources.SOURCES},
 
 
 def _annotated_spec(obj: Mapping[str, Any], kind: str) -> MonitorSpec:
-    spec = monitor_spec(obj, kind)  # type: ignore[arg-type]
+    spec = monitor_spec(obj, kind)
     wanted = annotations_of(obj).get(names.ANN_HOST, "")
     problem = sources.host_problem(kind, obj, wanted)
     if problem is not None:

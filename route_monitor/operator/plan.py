@@ -3,7 +3,7 @@
 - :func:`plan_generated`: annotated source (a row of :data:`route_monitor.sources.SOURCES`) -> the
   RouteMonitor to apply, delete or leave alone, plus Warning events (Contracts 1 and 7: bad
   annotation, precedence among sources of one name, a hand-written RouteMonitor of the same
-  name is never overwritten);
+  name is never overwritten, an Ingress/HTTPRoute without a usable host gets no monitor);
 - :func:`resolve_target`: a RouteMonitor's target -> the URL to probe, or why not;
 - :func:`rule_object`: the PrometheusRule for a monitor, owned by its RouteMonitor.
 
@@ -103,16 +103,16 @@ def plan_generated(world: World, key: Key) -> Generated:
     except InvalidSpec as e:
         warnings.append(WarningEvent(reference(kind, source), "InvalidAnnotation", _annotation_message(e)))
         return Generated("none", warnings=tuple(warnings))
-    problem = sources.host_problem(kind, source, annotations_of(source).get(names.ANN_HOST, ""))
-    if problem is not None:
-        warnings.append(WarningEvent(reference(kind, source), problem.reason, f"{problem.message}; no monitor "
-                                     "change was made"))
-        return Generated("none", warnings=tuple(warnings))
     manifest["metadata"]["ownerReferences"] = [owner_reference(kind, source)]
     if existing is not None and not _is_generated(existing):
         warnings.append(WarningEvent(reference(kind, source), "RouteMonitorExists",
                                 f"RouteMonitor {key[0]}/{key[1]} was not generated from annotations; "
                                 "it is left as it is and the annotations are ignored"))
+        return Generated("none", warnings=tuple(warnings))
+    problem = sources.host_problem(kind, source, annotations_of(source).get(names.ANN_HOST, ""))
+    if problem is not None:
+        warnings.append(WarningEvent(reference(kind, source), problem.reason, f"{problem.message}; no monitor "
+                                     "change was made"))
         return Generated("none", warnings=tuple(warnings))
     if existing is not None and _same(existing, manifest):
         return Generated("none", manifest, tuple(warnings))
