@@ -142,3 +142,17 @@ def test_check_and_rules_read_the_same_monitors(tmp_path: Path) -> None:
     found = manifests.collect(docs)
     assert not problems and not found.problems
     assert [(m.name, m.target.kind) for m in found.monitors] == [("shop", "ingress")]
+
+
+def test_a_deleted_httproute_no_longer_ties_its_gateway_to_a_monitor() -> None:
+    w = World()
+    route = named(HTTPROUTE, ann=SLO, ns="infra")
+    w.observe("httproute", None, route)
+    assert w.observe("httproute", "DELETED", route) == {("infra", "web")}
+    assert w.observe("gateway", None, gateway(listener("http", "HTTP", 80))) == set()
+
+
+def test_annotated_ingresses_and_httproutes_count_for_ownership_among_replicas() -> None:
+    w = world(("ingress", named(ING, name="a", ann=SLO)), ("httproute", named(HTTPROUTE, name="b", ann=SLO)),
+              ("ingress", named(ING, name="c")))
+    assert w.opted_in_keys() == {("ns", "a"), ("ns", "b")}
