@@ -72,7 +72,7 @@ kind: RouteMonitor
 metadata: {name: web, namespace: shop}
 spec:
   target: {url: "http://127.0.0.1:9/"}
-  probe: {interval: 1s, timeout: 500ms}
+  probe: {interval: 1s, timeout: 500ms, warmup: 0s}
   slo: {availability: "99.9"}
 """)
     proc = Proc(folder)

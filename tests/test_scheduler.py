@@ -123,6 +123,10 @@ class SlowFakeProber:
         self.seconds = seconds
         self.starts: dict[tuple[str, str], list[float]] = {}
 
+    def request(self, key: tuple[str, str], url: str, settings: ProbeSettings,
+                credentials: object = None) -> ProbeRequest:
+        return ProbeRequest.build(key, url, settings)
+
     async def probe(self, req: ProbeRequest) -> ProbeResult:
         loop = asyncio.get_running_loop()
         self.starts.setdefault(req.key, []).append(loop.time())

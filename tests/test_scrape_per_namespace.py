@@ -24,6 +24,7 @@ scoped to their PrometheusRule's namespace). Covers:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,14 @@ def test_burn_alerts_fire_in_the_application_namespace(fresh: Cluster, tmp_path:
     op = Operator(fresh, tmp_path / "operator.log", ("--scrape-per-namespace",))
     kube.create(Slice.from_dict(operator_slice(op.metrics_port)))
     failing, healthy = Target(), Target()
-    failing.status = 500
     op.start()
     try:
         kube.create(route("shop", "checkout", failing.host, annotations()))
         kube.create(route("teamowned", "app", healthy.host, annotations()))
+        # an annotated monitor warms up until its first success (Contract 9): fail after that
+        wait_for(lambda: failing.count() >= 1, timeout=30, what="checkout's first (successful) probe")
+        time.sleep(1.5)
+        failing.status = 500
         for res in (Service, Slice, ServiceMonitor):
             wait_for(lambda r=res: get(kube, r, NAME, "shop") is not None, timeout=30,
                      what=f"{res.__name__} {NAME} in shop (log: {op.log_path})")

@@ -78,7 +78,7 @@ class Standalone:
             metadata: {{name: internal, namespace: shop}}
             spec:
               target: {{url: "{url}"}}
-              probe: {{interval: 1s, timeout: 500ms}}
+              probe: {{interval: 1s, timeout: 500ms, warmup: 0s}}  # failures count from the first probe
               slo: {{availability: "99.5"}}
             """))
         self.port = free_port()
