@@ -49,6 +49,10 @@ EXCLUDED_MAINTENANCE: Final = "maintenance"
 EXCLUDED_WARMUP: Final = "warmup"
 EXCLUDED_PAUSED: Final = "paused"
 EXCLUDED_REASONS: Final = (EXCLUDED_MAINTENANCE, EXCLUDED_WARMUP, EXCLUDED_PAUSED)
+# --- Contract 10: the SLO read back from Prometheus (operator with --prometheus-url) -------
+SLO_BUDGET_REMAINING_RATIO: Final = "route_monitor_slo_budget_remaining_ratio"
+"""Share of the period's error budget left, as the owner last read it (1 untouched, <= 0 spent)."""
+SLO_READ_ERRORS_TOTAL: Final = "route_monitor_slo_read_errors_total"
 
 # labels
 LABEL_NAMESPACE: Final = "namespace"

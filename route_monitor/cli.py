@@ -82,6 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
                          "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
                          "OpenShift user-workload monitoring)")
+    op.add_argument("--prometheus-url", metavar="URL",
+                    help="read each monitor's SLO from this Prometheus (or Thanos querier) every 5 minutes "
+                         "into status.slo and the BudgetExhausted condition")
+    op.add_argument("--prometheus-bearer-token-file", metavar="FILE",
+                    help="send the token in FILE (read for every query) to --prometheus-url")
+    op.add_argument("--prometheus-ca-file", metavar="FILE", help="trust these CA certificates for --prometheus-url")
+    op.add_argument("--prometheus-timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="timeout of one query to --prometheus-url (default 30)")
+    op.add_argument("--prometheus-interval", type=float, default=300.0, metavar="SECONDS",
+                    help="seconds between two reads of the SLOs (default 300)")
 
     st = sub.add_parser("standalone", help="probe monitors from YAML files, no cluster")
     st.add_argument("paths", nargs="+", metavar="PATH",
@@ -114,6 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
     do = sub.add_parser("doctor", help="read the cluster: will the generated rules and ServiceMonitor be loaded?")
     do.add_argument("--operator-namespace", default="route-monitor", metavar="NS",
                     help="where route-monitor runs (default route-monitor)")
+
+    rp = sub.add_parser("report", help="SLO report over a calendar month or a date range, from Prometheus")
+    rp.add_argument("--prometheus-url", required=True, metavar="URL")
+    rp.add_argument("--prometheus-bearer-token-file", metavar="FILE")
+    rp.add_argument("--prometheus-ca-file", metavar="FILE")
+    rp.add_argument("--prometheus-timeout", type=float, default=60.0, metavar="SECONDS")
+    rp.add_argument("--month", metavar="YYYY-MM", help="a calendar month (default: the previous month)")
+    rp.add_argument("--from", dest="start", metavar="DATE", help="start (YYYY-MM-DD or an ISO date-time)")
+    rp.add_argument("--to", dest="end", metavar="DATE",
+                    help="end (YYYY-MM-DD: included, up to the next midnight; or an ISO date-time)")
+    rp.add_argument("--timezone", default="UTC", metavar="TZ",
+                    help="IANA zone in which dates and months are taken (default UTC)")
+    rp.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                    help="only monitors in this namespace (repeatable)")
+    rp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
 
     de = sub.add_parser("demo", help="built-in local targets, real engine, live view; no cluster")
     de.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT")

@@ -3,8 +3,10 @@ PrometheusRule, as a real kube-apiserver (1.20) applies them:
 
 - the schema accepts good RouteMonitors and rejects what a schema can catch (two targets,
   100% availability, a duration in words, an unknown method...), naming the field;
-- the printer columns are URL, SLO, Last result, Ready, Age (and Probed by with -o wide); short name ``rmon``; status is a
-  subresource (a spec write cannot change status);
+- the printer columns are URL, SLO, Availability, Budget, Last result, Ready, Age (and Probed by
+  with -o wide; the SLO columns from ``status.slo``, shown by the apiserver's Table output as
+  ``kubectl get rmon`` prints it); short name ``rmon``; status is a subresource (a spec write
+  cannot change status);
 - the duration pattern is the one ``alert_rules.durations`` parses;
 - the PrometheusRule stand-in rejects invalid rules like upstream does.
 """
@@ -93,9 +95,9 @@ def test_duration_pattern_is_the_one_the_generator_parses() -> None:
 
 
 def test_printer_columns_short_name_and_status_subresource() -> None:
-    assert [c["name"] for c in VERSION["additionalPrinterColumns"]] == ["URL", "SLO", "Last result", "Ready", "Age",
-                                                                       "Probed by"]
-    assert [c.get("priority", 0) for c in VERSION["additionalPrinterColumns"]] == [0, 0, 0, 0, 0, 1]  # -o wide
+    assert [c["name"] for c in VERSION["additionalPrinterColumns"]] == ["URL", "SLO", "Availability", "Budget",
+                                                                        "Last result", "Ready", "Age", "Probed by"]
+    assert [c.get("priority", 0) for c in VERSION["additionalPrinterColumns"]] == [0, 0, 0, 0, 0, 0, 0, 1]  # -o wide
     assert CRD["spec"]["names"]["shortNames"] == ["rmon"]
     assert VERSION["subresources"] == {"status": {}}
 
@@ -165,16 +167,24 @@ def test_printer_columns_and_status_subresource_in_the_apiserver(cluster: Cluste
     status = {"status": {"url": "https://checkout.apps.example/healthz", "observedGeneration": 1,
                          "lastProbe": {"time": "2026-01-01T00:00:00Z", "result": "success"},
                          "probedBy": "route-monitor-7c9f-x2",
+                         "slo": {"window": "30d", "availability": "99.9731", "budgetRemaining": "73.1",
+                                 "burnRate1h": "0.4", "updated": "2026-11-23T08:00:00Z"},
                          "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "ok",
-                                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+                                         "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                                        {"type": "BudgetExhausted", "status": "False", "reason": "BudgetRemaining",
+                                         "message": "73.1% left", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
     ct = {"Content-Type": "application/merge-patch+json"}
     assert api(cluster, "PATCH", base, status, **ct).json().get("status") is None, "status written through spec"
     assert api(cluster, "PATCH", base + "/status", status, **ct).status_code == 200
     table = api(cluster, "GET", base, Accept="application/json;as=Table;v=v1;g=meta.k8s.io").json()
     columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns == ["Name", "URL", "SLO", "Last result", "Ready", "Age", "Probed by"]
-    assert table["rows"][0]["cells"][1:5] == ["https://checkout.apps.example/healthz", "99.9", "success", "True"]
-    assert table["rows"][0]["cells"][6] == "route-monitor-7c9f-x2"
+    assert columns == ["Name", "URL", "SLO", "Availability", "Budget", "Last result", "Ready", "Age", "Probed by"]
+    assert table["rows"][0]["cells"][1:7] == ["https://checkout.apps.example/healthz", "99.9", "99.9731", "73.1",
+                                              "success", "True"]
+    assert table["rows"][0]["cells"][8] == "route-monitor-7c9f-x2"
+    stored = api(cluster, "GET", base).json()["status"]
+    assert stored["slo"]["burnRate1h"] == "0.4"
+    assert [c["type"] for c in stored["conditions"]] == ["Ready", "BudgetExhausted"]
     short = api(cluster, "GET", "/apis/routemonitor.io/v1alpha1").json()
     assert [r.get("shortNames") for r in short["resources"] if r["name"] == "routemonitors"] == [["rmon"]]
 

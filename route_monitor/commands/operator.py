@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Mapping
 
 import kopf
@@ -19,10 +20,10 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor import logs
+from route_monitor import logs, promapi
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
-from route_monitor.operator import scrapesync
+from route_monitor.operator import scrapesync, slo_loop
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -42,13 +43,26 @@ log = logging.getLogger("route_monitor.operator")
 
 
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> OperatorSettings:
+    prometheus, slo_interval = _prometheus(args)
     return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
                             metrics_port=args.metrics_port, health_port=args.health_port,
                             max_concurrency=args.max_concurrency, cluster_domain=args.cluster_domain,
                             rules=rule_defaults(args),
                             member=args.member_name or env.get("POD_NAME") or None,
                             scrape_per_namespace=args.scrape_per_namespace,
-                            lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor")
+                            lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor",
+                            prometheus=prometheus, slo_interval=slo_interval)
+
+
+def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, float]:
+    """``--prometheus-*``: where to read SLOs back from (Contract 10) and how often; errors name the option."""
+    interval = float(getattr(args, "prometheus_interval", 300.0))
+    if not interval > 0:
+        raise promapi.InvalidSettings("--prometheus-interval: must be a positive number of seconds")
+    if not getattr(args, "prometheus_url", None):
+        return None, interval
+    return promapi.parse_settings(args.prometheus_url, bearer_token_file=args.prometheus_bearer_token_file,
+                                  ca_file=args.prometheus_ca_file, timeout=args.prometheus_timeout), interval
 
 
 async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -> int:
@@ -86,6 +100,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
 
     references = ReferenceWatches(client, on_change=references_changed)
     supervisor.reconciler.credentials = OperatorCredentials(references)
+    slo = slo_loop.start(settings, supervisor, registry)
     ready = asyncio.Event()
     server = MetricsServer(registry, "0.0.0.0", settings.metrics_port, ready=ready.is_set,
                            render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)
@@ -101,6 +116,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
         await asyncio.gather(*tasks, return_exceptions=True)
         tasks.clear()
         await references.close()
+        await slo.stop()
         await engine.close()
 
     log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d, %s",
@@ -116,6 +132,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
         await supervisor.prime()
         settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
         tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
+        slo.begin()
         if scrape_targets is not None:
             tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
         await kopf.operator(
@@ -131,6 +148,11 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+    except promapi.InvalidSettings as e:
+        print(f"route-monitor operator: {e}", file=sys.stderr)
+        return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     try:
         tls, extra_trust = contexts_from_env(os.environ)
@@ -139,4 +161,4 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning, line in extra_trust.notes():
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
-    return asyncio.run(serve(settings_from_args(args), tls=tls))
+    return asyncio.run(serve(settings, tls=tls))

@@ -29,6 +29,7 @@ from route_monitor.operator.kube import KubeWriter, status_code
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.slo_state import SloStatus
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
 from route_monitor.resolve import ResolvedTarget
@@ -97,6 +98,8 @@ class Reconciler:
         self._status_bucket = TokenBucket(settings.status_writes_per_second)
         self.credentials: OperatorCredentials | None = None
         """Contract 8: reads and watches what monitors reference (None: nothing is referenced)."""
+        self.slo_of: Callable[[Key], SloStatus | None] | None = None
+        """Set when SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
 
     async def reconcile(self, key: Key) -> None:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
@@ -195,7 +198,8 @@ class Reconciler:
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
                               finding_errors=errors, finding_warnings=warnings,
                               last_result=self.results.get(key), probed_by=self._member,
-                              next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()))
+                              next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()),
+                              slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None)
         await self._write_status(key, body, obs)
         await self._warn_not_ready(key, body, obs)
         if rules.retry:

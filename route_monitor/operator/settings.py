@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from alert_rules.model import RuleDefaults
+from route_monitor.promapi import PromSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +46,7 @@ class OperatorSettings:
     """The operator's metrics Service in ``lease_namespace``: its EndpointSlices list the replicas."""
     retry_backoff: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
     """Delays before retrying a failed reconcile, the last one repeating."""
+    prometheus: PromSettings | None = None
+    """Where to read each owned monitor's SLO back from (``--prometheus-url``); None: no ``status.slo``."""
+    slo_interval: float = 300.0
+    """Seconds between two passes reading SLOs from Prometheus."""

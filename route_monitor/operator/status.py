@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alert_rules import durations
+from route_monitor.operator import slo_state
 from route_monitor.operator.plan import Unresolved
 from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.resolve import ResolvedTarget
@@ -47,6 +48,10 @@ class Observed:
     """The replica that probes the monitor (``status.probedBy``); None with one replica and no Leases."""
     next_maintenance: float | None = None
     """Start of the next maintenance window (epoch seconds), if any (``status.nextMaintenance``)."""
+    slo: slo_state.SloStatus | None = None
+    """The SLO read back from Prometheus (``--prometheus-url``): ``status.slo`` and ``BudgetExhausted``."""
+    slo_enabled: bool = False
+    """Reading SLOs is on: until a first read, the previous ``status.slo`` and condition are kept."""
 
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
@@ -119,15 +124,20 @@ def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
     """The whole status; ``lastTransitionTime`` is kept from ``previous`` while a condition's
     status is unchanged. ``probe`` is the lastProbe to write (the supervisor decides when)."""
     before = {c.get("type"): c for c in (previous or {}).get("conditions") or []}
+    slo = slo_state.fields(obs.slo) if obs.slo is not None else None
+    computed = conditions(obs) + ([slo_state.condition(obs.slo)] if obs.slo is not None else [])
     conds = []
-    for c in conditions(obs):
+    for c in computed:
         old = before.get(c["type"])
         same = old is not None and old.get("status") == c["status"] and old.get("lastTransitionTime")
         c["lastTransitionTime"] = old["lastTransitionTime"] if same and old else timestamp(now)
         c["observedGeneration"] = obs.generation
         conds.append(c)
+    if obs.slo is None and obs.slo_enabled:  # not read yet (a restart): keep what is there
+        slo = (previous or {}).get("slo")
+        conds += [dict(c) for t, c in before.items() if t == slo_state.CONDITION]
     url = obs.target.url if isinstance(obs.target, ResolvedTarget) else None
-    out = {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe}
+    out = {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe, "slo": slo}
     if obs.probed_by is not None:
         out["probedBy"] = obs.probed_by
     if obs.next_maintenance is not None:
@@ -142,5 +152,6 @@ def significant(status: Mapping[str, Any] | None) -> object:
         return None
     conds = tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("observedGeneration"))
                   for c in status.get("conditions") or [])
+    slo = {k: v for k, v in (status.get("slo") or {}).items() if k != "updated"} or None
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
-            status.get("probedBy"), status.get("nextMaintenance"))
+            status.get("probedBy"), status.get("nextMaintenance"), slo)

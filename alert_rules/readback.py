@@ -1,0 +1,77 @@
+"""PromQL that reads SLOs back out of Prometheus: the operator's ``status.slo`` and the report.
+
+Every query covers *all* monitors at once (one query per recording rule, never one per
+monitor); callers pick their monitors out of the result by the ``namespace``/``monitor`` labels.
+
+Status (every few minutes, at "now"):
+
+- availability over the SLO period: the generator records no period-long ratio (a 30d ratio
+  recorded every 5 minutes would cost a rule per monitor for one reader), so it is summed here
+  from the same 5-minute tiles the long-window alerts sum (``alert_rules.rules``):
+  ``sum_over_time(tile[30d:5m])`` for failed probes and for all probes. The subquery steps are
+  aligned to tile boundaries, so each tile counts once whatever the evaluation offset. Monitors
+  with another period are left out by matching the recorded period, so one query per distinct
+  period serves every monitor that has it;
+- the 1h burn rate: the recorded 1h error ratio (the page's long window), divided by the
+  budget by the caller.
+
+Report (once, for a past range ``[end - range, end]``, evaluated at ``end``): the raw counters'
+``increase()`` over exactly that range (counter resets handled by ``increase``; it extrapolates
+each series to the range's edges by at most about one scrape interval), the objective in force
+at the end of the range, and the burn alerts that fired (``ALERTS``).
+"""
+
+from __future__ import annotations
+
+from alert_rules import names, promql
+from alert_rules.rules import TILE
+
+BURN_WINDOW = "1h"
+ALERT_NAMES = "RouteMonitor.+"
+
+
+def _matchers(namespaces: tuple[str, ...]) -> str:
+    """``{namespace=~"a|b"}`` (names are DNS labels: no regex metacharacters) or nothing."""
+    if not namespaces:
+        return ""
+    return f"{{{names.LABEL_NAMESPACE}=~{promql.string_literal('|'.join(namespaces))}}}"
+
+
+def period_tiles(record: str, period_seconds: int) -> str:
+    """Sum of ``record``'s tiles over the last ``period_seconds``, for monitors with that period."""
+    window = f"{period_seconds}s"
+    period = f"{names.SLO_PERIOD_RECORD} == {period_seconds}"
+    return f"{promql.tiles_sum(record, window, TILE)}\nand on ({promql.BY_MONITOR})\n{period}"
+
+
+def failed_over_period(period_seconds: int) -> str:
+    return period_tiles(names.errors_increase_record(TILE), period_seconds)
+
+
+def probes_over_period(period_seconds: int) -> str:
+    return period_tiles(names.probes_increase_record(TILE), period_seconds)
+
+
+def error_ratio_1h() -> str:
+    return names.error_ratio_record(BURN_WINDOW)
+
+
+def probes_by_result(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """Probes within the range per monitor and ``result`` (``success``/``failure``)."""
+    sel = names.PROBES_TOTAL + _matchers(namespaces)
+    return (f"sum by ({promql.BY_MONITOR}, {names.LABEL_RESULT}) "
+            f"({promql.increase(sel, f'{range_seconds}s')})")
+
+
+def objectives(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """Each monitor's objective (a ratio) as last recorded within the range."""
+    return f"last_over_time({names.SLO_OBJECTIVE_RECORD}{_matchers(namespaces)}[{range_seconds}s])"
+
+
+def alerts_fired(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """One series per route-monitor alert (name, severity, windows) that was firing within the range."""
+    inner = ",".join([f"alertname=~{promql.string_literal(ALERT_NAMES)}", 'alertstate="firing"',
+                      *([f"{names.LABEL_NAMESPACE}=~{promql.string_literal('|'.join(namespaces))}"]
+                        if namespaces else [])])
+    by = ", ".join((*names.IDENTITY_LABELS, "alertname", names.LABEL_SEVERITY, names.LABEL_LONG, names.LABEL_SHORT))
+    return f"max by ({by}) (max_over_time(ALERTS{{{inner}}}[{range_seconds}s]))"

@@ -1,0 +1,145 @@
+"""A monitor's SLO as read back from Prometheus, for ``status.slo`` and the ``BudgetExhausted``
+condition (Contract 10); pure.
+
+From one pass of queries (``alert_rules.readback``) a monitor gets a :class:`Reading`: failed
+and all probes over its SLO period, and the recorded 1h error ratio. With its objective that
+gives :class:`SloValues`: availability over the period, the share of the period's error budget
+left (1 = untouched, 0 = spent, negative = overspent) and the 1h burn rate (1 = spending the
+budget exactly over the period). :func:`advance` turns the previous :class:`SloStatus` and a
+pass into the next one, keeping the previous one (same object, nothing to write) while the
+values moved less than :data:`TOLERANCE` and the condition is the same. Prometheus
+unreachable: the last values stay, reason ``SLOUnknown``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+Reason = Literal["BudgetRemaining", "BudgetExhausted", "SLOUnknown", "NoData"]
+CONDITION = "BudgetExhausted"
+_STATUS: dict[Reason, str] = {"BudgetRemaining": "False", "BudgetExhausted": "True", "SLOUnknown": "Unknown",
+                              "NoData": "Unknown"}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Changes smaller than these are not written (they are below what the status shows)."""
+
+    availability: float = 1e-6
+    """As a ratio: 0.0001 percentage points, the last digit written."""
+    budget_remaining: float = 1e-3
+    """As a ratio of the budget: 0.1 percentage points."""
+    burn_rate: float = 0.01
+
+
+TOLERANCE = Tolerance()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one pass of queries returned for one monitor."""
+
+    failed: float
+    """Failed probes over the SLO period (summed tiles)."""
+    probes: float
+    """All probes over the SLO period."""
+    error_ratio_1h: float | None = None
+    """The recorded 1h error ratio; None when Prometheus has none (no probes in the last hour)."""
+
+
+@dataclass(frozen=True)
+class SloValues:
+    availability: float
+    """Good probes / all probes over the period, 0..1."""
+    budget_remaining: float
+    """1 - (error ratio / error budget): 1 untouched, <= 0 spent."""
+    burn_rate_1h: float | None
+
+
+@dataclass(frozen=True)
+class SloStatus:
+    window: str
+    """The SLO period, as written in the spec's duration form (``30d``)."""
+    reason: Reason
+    message: str
+    values: SloValues | None = None
+    updated: float | None = None
+    """When ``values`` were read (epoch seconds)."""
+
+
+def values_of(reading: Reading, objective: Decimal) -> SloValues | None:
+    """None when the period holds no probes (nothing to compute an availability from)."""
+    if not reading.probes > 0:
+        return None
+    budget = float((Decimal(100) - objective) / Decimal(100))
+    error_ratio = min(max(reading.failed / reading.probes, 0.0), 1.0)
+    burn = None if reading.error_ratio_1h is None or reading.error_ratio_1h != reading.error_ratio_1h \
+        else reading.error_ratio_1h / budget
+    return SloValues(availability=1.0 - error_ratio, budget_remaining=1.0 - error_ratio / budget, burn_rate_1h=burn)
+
+
+def _moved(a: SloValues, b: SloValues, tol: Tolerance) -> bool:
+    if (a.burn_rate_1h is None) != (b.burn_rate_1h is None):
+        return True
+    burn = a.burn_rate_1h is not None and b.burn_rate_1h is not None \
+        and abs(a.burn_rate_1h - b.burn_rate_1h) >= tol.burn_rate
+    return (burn or abs(a.availability - b.availability) >= tol.availability
+            or abs(a.budget_remaining - b.budget_remaining) >= tol.budget_remaining)
+
+
+def percent(ratio: float, digits: int) -> str:
+    text = f"{ratio * 100:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def rate_text(rate: float) -> str:
+    """``0.4``, ``14.4``, ``0.04``, ``1.0``: two decimals at most, one at least."""
+    text = f"{rate:.2f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def advance(previous: SloStatus | None, *, window: str, objective: Decimal, reading: Reading | None,
+            now: float, error: str | None = None, tolerance: Tolerance = TOLERANCE) -> SloStatus:
+    """The next status of one monitor after a pass (``error``: the pass failed)."""
+    kept = previous if previous is not None and previous.window == window else None
+    if error is not None:
+        since = f"; values read at {timestamp(kept.updated)} kept" if kept and kept.updated else ""
+        new = SloStatus(window, "SLOUnknown", f"cannot read the SLO from Prometheus: {error}{since}",
+                        kept.values if kept else None, kept.updated if kept else None)
+        return kept if kept is not None and (kept.reason, kept.message) == (new.reason, new.message) else new
+    values = values_of(reading, objective) if reading is not None else None
+    if values is None:
+        new = SloStatus(window, "NoData", f"Prometheus has no probe results for this monitor over {window} yet")
+        return kept if kept == new else new
+    reason: Reason = "BudgetExhausted" if values.budget_remaining <= 0 else "BudgetRemaining"
+    if kept is not None and kept.values is not None and kept.reason == reason \
+            and not _moved(kept.values, values, tolerance):
+        return kept
+    spent = "error budget spent" if reason == "BudgetExhausted" else "of the error budget left"
+    message = (f"availability {percent(values.availability, 4)}% over {window} (objective {objective}%): "
+               f"{percent(values.budget_remaining, 1)}% {spent}")
+    return SloStatus(window, reason, message, values, now)
+
+
+def timestamp(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fields(s: SloStatus) -> dict[str, Any]:
+    """``status.slo``: numbers as strings, like ``spec.slo.availability`` (percent)."""
+    out: dict[str, Any] = {"window": s.window}
+    if s.values is not None:
+        out["availability"] = percent(s.values.availability, 4)
+        out["budgetRemaining"] = percent(s.values.budget_remaining, 1)
+        if s.values.burn_rate_1h is not None:
+            out["burnRate1h"] = rate_text(s.values.burn_rate_1h)
+    if s.updated is not None:
+        out["updated"] = timestamp(s.updated)
+    return out
+
+
+def condition(s: SloStatus) -> dict[str, Any]:
+    return {"type": CONDITION, "status": _STATUS[s.reason], "reason": s.reason, "message": s.message}
