@@ -1,0 +1,55 @@
+"""``route-monitor report``: SLO report over a calendar month or a date range (Contract 10).
+
+Reads Prometheus (or a Thanos querier) with three instant queries at the end of the range and
+prints Markdown, CSV or JSON to stdout. Errors are one line on stderr naming the option, exit 2
+for bad options and 1 when Prometheus cannot answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import re
+import sys
+
+from alert_rules import readback
+from route_monitor import promapi, report, reportrange
+
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespaces(values: list[str]) -> tuple[str, ...]:
+    for ns in values:
+        if not _NAMESPACE.fullmatch(ns) or len(ns) > 63:
+            raise reportrange.RangeError(f"--namespace: {ns!r} is not a namespace name")
+    return tuple(sorted(set(values)))
+
+
+async def _fetch(settings: promapi.PromSettings, rng: reportrange.ReportRange,
+                 namespaces: tuple[str, ...]) -> list[report.Row]:
+    at = rng.end.timestamp()
+    async with promapi.PrometheusAPI(settings) as api:
+        probes = await api.query(readback.probes_by_result(rng.seconds, namespaces), at=at)
+        objectives = await api.query(readback.objectives(rng.seconds, namespaces), at=at)
+        alerts = await api.query(readback.alerts_fired(rng.seconds, namespaces), at=at)
+    return report.rows(rng, probes=probes, objectives=objectives, alerts=alerts)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = promapi.parse_settings(args.prometheus_url, bearer_token_file=args.prometheus_bearer_token_file,
+                                          ca_file=args.prometheus_ca_file, timeout=args.prometheus_timeout)
+        rng = reportrange.resolve(month=args.month, start=args.start, end=args.end, zone=args.timezone,
+                                  now=dt.datetime.now(dt.UTC))
+        namespaces = _namespaces(args.namespace)
+    except (promapi.InvalidSettings, reportrange.RangeError) as e:
+        print(f"route-monitor report: {e}", file=sys.stderr)
+        return 2
+    try:
+        table = asyncio.run(_fetch(settings, rng, namespaces))
+    except promapi.PrometheusError as e:
+        print(f"route-monitor report: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(report.RENDER[args.format](rng, table))
+    return 0
