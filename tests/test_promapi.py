@@ -7,7 +7,7 @@ recorded):
 - 503/429 and connection failures are retried a bounded number of times, then
   ``PrometheusUnavailable`` naming the URL; a rejected query (400) is not retried;
 - options are checked at the boundary, naming the option (credentials in the URL refused
-  without repeating them).
+  without repeating them), and the operator refuses them before starting.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 import pytest
 import trustme
 
+from route_monitor.cli import main
 from route_monitor.promapi import (
     InvalidSettings,
     PrometheusAPI,
@@ -164,3 +165,17 @@ def test_options_are_checked_naming_the_option(kwargs: dict[str, Any], message: 
 def test_good_options() -> None:
     s = parse_settings("https://thanos-querier.openshift-monitoring.svc:9091/", timeout=10)
     assert (s.url, s.timeout, s.bearer_token_file) == ("https://thanos-querier.openshift-monitoring.svc:9091", 10, None)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    pytest.param(["--prometheus-url", "https://admin:hunter2@thanos:9091"], "--prometheus-url:", id="credentials"),
+    pytest.param(["--prometheus-url", "http://p:9090", "--prometheus-interval", "0"], "--prometheus-interval",
+                 id="zero-interval"),
+    pytest.param(["--prometheus-url", "http://p:9090", "--prometheus-ca-file", "/nonexistent"],
+                 "--prometheus-ca-file", id="missing-ca"),
+])
+def test_operator_refuses_bad_prometheus_options_before_starting(capsys: pytest.CaptureFixture[str],
+                                                                 argv: list[str], message: str) -> None:
+    assert main(["operator", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"route-monitor operator: {message}") and "hunter2" not in err
