@@ -267,12 +267,13 @@ def test_slo_loop_reads_exact_values_and_survives_prometheus_going_away(prom: Hi
     registry = CollectorRegistry()
 
     async def scenario() -> None:
-        async with PrometheusAPI(PromSettings(url=prom.url, timeout=5, attempts=2, backoff=0.1)) as api:
+        # a generous timeout: hundreds of backfilled 2h blocks make a cold 30d query slow on a busy machine
+        async with PrometheusAPI(PromSettings(url=prom.url, timeout=60, attempts=2, backoff=0.1)) as api:
             loop = SloLoop(api=api, monitors=lambda: LIVE_MONITORS, on_change=changed.append, registry=registry)
             await loop.run_once()
             for name, want in EXPECTED.items():
                 got = fields(loop.states[(LIVE, name)])
-                assert {k: v for k, v in got.items() if k != "updated"} == want, name
+                assert {k: v for k, v in got.items() if k != "updated"} == want, loop.states[(LIVE, name)]
             assert loop.states[(LIVE, "flaky")].reason == "BudgetExhausted"
             assert loop.states[(LIVE, "steady")].reason == "BudgetRemaining"
             assert registry.get_sample_value(names.SLO_BUDGET_REMAINING_RATIO,
@@ -325,9 +326,9 @@ def test_operator_writes_status_slo_and_budget_exhausted(cluster: Cluster, prom:
                          "slo": {"availability": str(objective.availability),
                                  "period": f"{objective.period_ms // DAY_MS}d"}}}))
         with running_operator(cluster, tmp_path, "--allow-url-targets", "--namespace", LIVE, "--prometheus-url",
-                              prom.url, "--prometheus-interval", "1", "--prometheus-timeout", "2") as op:
+                              prom.url, "--prometheus-interval", "1", "--prometheus-timeout", "30") as op:
             for name, want in EXPECTED.items():
-                m = wait_monitor(kube, LIVE, name, lambda m, w=want: slo_of(m) == w, f"status.slo of {name}")
+                m = wait_monitor(kube, LIVE, name, lambda m, w=want: slo_of(m) == w, f"status.slo of {name}", timeout=90)
                 exhausted = condition(m, "BudgetExhausted")
                 assert exhausted["status"] == ("True" if name == "flaky" else "False"), exhausted
                 assert condition(m, "Ready")["status"] == "True", "the SLO does not change readiness"
