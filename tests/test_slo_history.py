@@ -14,6 +14,7 @@ Covers:
 - the operator's SLO loop: exact ``status.slo`` values for a 30d and a 7d monitor (an outage
   outside the 7d period left out), ``BudgetExhausted`` True/False, the budget metric; Prometheus
   stopped -> reason ``SLOUnknown`` with the last values kept, started again -> values again;
+  only monitors this replica owns are read (one that moves away is forgotten);
 - the real operator against the control plane: the same values in ``status.slo``, the
   ``Availability`` and ``Budget`` columns in the apiserver's Table output (what ``kubectl get
   rmon`` prints), and Prometheus going away and coming back.
@@ -294,6 +295,15 @@ def test_slo_loop_reads_exact_values_and_survives_prometheus_going_away(prom: Hi
             await loop.run_once()
             assert loop.states[(LIVE, "steady")].reason == "BudgetRemaining"
             assert fields(loop.states[(LIVE, "flaky")])["budgetRemaining"] == "-420.4"
+            # another replica takes "flaky": this one forgets it (no status write, no metric series)
+            owned = {(LIVE, "steady")}
+            mine = SloLoop(api=api, monitors=lambda: LIVE_MONITORS, on_change=changed.append,
+                           registry=CollectorRegistry(), owns=lambda key: key in owned)
+            await mine.run_once()
+            assert set(mine.states) == {(LIVE, "steady")}
+            owned.clear()
+            await mine.run_once()
+            assert mine.states == {}
 
     asyncio.run(scenario())
 

@@ -61,7 +61,12 @@ def _by_monitor(samples: list[Sample]) -> dict[Key, float]:
             for s in samples}
 
 
+_Sums = tuple[dict[Key, float], dict[Key, float]]
+
+
 class SloLoop:
+    """Reads the SLOs of the monitors ``owns`` says are this replica's; ``states`` holds the last status of each."""
+
     def __init__(self, *, api: Querier, monitors: Callable[[], Mapping[Key, Objective]],
                  on_change: Callable[[Key], None], registry: CollectorRegistry,
                  interval: float = DEFAULT_INTERVAL, owns: Callable[[Key], bool] = _always,
@@ -83,8 +88,8 @@ class SloLoop:
                 log.exception("reading SLOs from Prometheus failed; next pass in %.0fs", self._interval)
             await asyncio.sleep(self._interval)
 
-    async def _read(self, periods: Iterable[int]) -> tuple[dict[int, tuple[dict[Key, float], dict[Key, float]]],
-                                                         dict[Key, float]]:
+    async def _read(self, periods: Iterable[int]) -> tuple[dict[int, _Sums], dict[Key, float]]:
+        """(failed, all) probes by monitor for each period (seconds), and the 1h error ratio by monitor."""
         sums = {}
         for seconds in sorted(set(periods)):
             failed = _by_monitor(await self._api.query(readback.failed_over_period(seconds)))
