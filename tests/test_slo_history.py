@@ -348,6 +348,9 @@ def test_operator_writes_status_slo_and_budget_exhausted(cluster: Cluster, prom:
             assert doc["rows"][0]["cells"][columns.index("Budget")] == "75.0"
             assert table(cluster, "flaky")["rows"][0]["cells"][columns.index("Budget")] == "-420.4"
             assert op.sample(names.SLO_BUDGET_REMAINING_RATIO, namespace=LIVE, monitor="steady") == pytest.approx(0.75)
+            lint = subprocess.run(["promtool", "check", "metrics"], input=op.metrics_text(), capture_output=True,
+                                  text=True, timeout=30)
+            assert lint.returncode == 0, lint.stdout + lint.stderr
             prom.stop()
             try:
                 m = wait_monitor(kube, LIVE, "steady",
