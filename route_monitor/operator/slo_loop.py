@@ -138,7 +138,7 @@ class _BudgetCollector:
 
     def collect(self) -> Iterable[Metric]:
         family = self._family()
-        for (namespace, monitor), s in list(self._loop.states.items()):
+        for (namespace, monitor), s in self._loop.states.copy().items():  # a scrape runs in another thread
             if s.values is not None:
                 family.add_metric([namespace, monitor], s.values.budget_remaining)
         yield family
