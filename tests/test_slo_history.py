@@ -15,7 +15,8 @@ Covers:
   outside the 7d period left out), ``BudgetExhausted`` True/False, the budget metric; Prometheus
   stopped -> reason ``SLOUnknown`` with the last values kept, started again -> values again;
   only monitors this replica owns are read (one that moves away is forgotten);
-- the real operator against the control plane: the same values in ``status.slo``, the
+- the real operator against the control plane: the same values in ``status.slo`` (and no write
+  while they stay the same), the
   ``Availability`` and ``Budget`` columns in the apiserver's Table output (what ``kubectl get
   rmon`` prints), and Prometheus going away and coming back.
 
@@ -54,7 +55,7 @@ from route_monitor.operator.slo_state import fields
 from route_monitor.promapi import PrometheusAPI, PromSettings
 from tests.support.cluster import ADMIN_TOKEN, Cluster
 from tests.support.history import Counter, Gauge, HistoryPrometheus, RuleBackfill, backfilled
-from tests.support.operator import Target, admin_client, condition, running_operator, wait_monitor
+from tests.support.operator import Target, admin_client, condition, get, running_operator, wait_monitor
 
 pytestmark = pytest.mark.prometheus
 
@@ -353,6 +354,17 @@ def test_operator_writes_status_slo_and_budget_exhausted(cluster: Cluster, prom:
             lint = subprocess.run(["promtool", "check", "metrics"], input=op.metrics_text(), capture_output=True,
                                   text=True, timeout=30)
             assert lint.returncode == 0, lint.stdout + lint.stderr
+            # once the first probe results are written, passes every second read the same values: no more writes
+            for name in EXPECTED:
+                wait_monitor(kube, LIVE, name, lambda m: condition(m, "Probing").get("reason") == "Probing"
+                             and (m.get("status") or {}).get("lastProbe"), "first probe results written")
+            time.sleep(1)
+            writes = op.sample(names.KUBE_REQUESTS_TOTAL, verb="patch", resource="routemonitors/status")
+            seen = [(get(kube, RouteMonitor, n, LIVE) or {}).get("status") for n in ("steady", "flaky")]
+            time.sleep(4)
+            after = [(get(kube, RouteMonitor, n, LIVE) or {}).get("status") for n in ("steady", "flaky")]
+            assert op.sample(names.KUBE_REQUESTS_TOTAL, verb="patch", resource="routemonitors/status") == writes, \
+                (seen, after)
             prom.stop()
             try:
                 m = wait_monitor(kube, LIVE, "steady",
