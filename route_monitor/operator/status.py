@@ -3,7 +3,9 @@
 Four conditions, each with a reason and a message: TargetResolved, Probing, RulesApplied and
 Ready (all three). ``lastProbe`` is the last probe result *as last written*: the supervisor
 writes status when a condition changes and when the probe result changes (success <-> failure,
-or a different failure reason), at a bounded rate, never per probe.
+or a different failure reason), at a bounded rate, never per probe. With ``--prometheus-url``
+also ``slo`` and a fifth condition, BudgetExhausted (Contract 10, ``operator.slo_state``), which
+Ready does not depend on.
 """
 
 from __future__ import annotations
