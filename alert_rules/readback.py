@@ -17,8 +17,9 @@ Status (every few minutes, at "now"):
 
 Report (once, for a past range ``[end - range, end]``, evaluated at ``end``): the raw counters'
 ``increase()`` over exactly that range (counter resets handled by ``increase``; it extrapolates
-each series to the range's edges by at most about one scrape interval), the objective in force
-at the end of the range, and the burn alerts that fired (``ALERTS``).
+each series to the range's edges by at most about one scrape interval; the report asks for it a
+day at a time and adds the days up, to stay under Prometheus' limit of samples per query), the
+objective in force at the end of the range, and the burn alerts that fired (``ALERTS``).
 """
 
 from __future__ import annotations

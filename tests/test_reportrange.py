@@ -1,6 +1,7 @@
 """The range of ``route-monitor report`` (pure): calendar months in UTC by default or in a zone
 (DST months are 743/745 hours), dates with ``--to`` included, the previous month by default, a
-range reaching past now ends now, and errors that name the option.
+range reaching past now ends now, and errors that name the option; the day-long chunks the
+probes are counted in cover the range exactly.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import datetime as dt
 
 import pytest
 
+from route_monitor.commands.report import chunks
 from route_monitor.reportrange import RangeError, resolve
 
 NOW = dt.datetime(2026, 11, 23, 10, 0, 0, 123456, tzinfo=dt.UTC)
@@ -60,3 +62,11 @@ def test_errors_name_the_option(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(RangeError, match=message.replace("(", r"\(")):
         resolve(month=kwargs.get("month"), start=kwargs.get("start"), end=kwargs.get("end"),
                 zone=kwargs.get("zone", "UTC"), now=NOW)
+
+
+def test_chunks_cover_the_range_exactly() -> None:
+    start = utc(2026, 9, 30, 22).timestamp()
+    got = chunks(start, 745 * 3600)
+    assert len(got) == 32 and got[-1] == (start + 745 * 3600, 3600)
+    assert [end - length for end, length in got] == [start, *(end for end, _ in got[:-1])]
+    assert chunks(start, 86_400) == [(start + 86_400, 86_400)]

@@ -1,8 +1,9 @@
 """``route-monitor report``: SLO report over a calendar month or a date range (Contract 10).
 
-Reads Prometheus (or a Thanos querier) with three instant queries at the end of the range and
-prints Markdown, CSV or JSON to stdout. Errors are one line on stderr naming the option, exit 2
-for bad options and 1 when Prometheus cannot answer.
+Reads Prometheus (or a Thanos querier) with instant queries (probes a day at a time, then the
+objectives and the alerts over the whole range) and prints Markdown, CSV or JSON to stdout.
+Errors are one line on stderr naming the option, exit 2 for bad options and 1 when Prometheus
+cannot answer.
 """
 
 from __future__ import annotations
@@ -26,11 +27,37 @@ def _namespaces(values: list[str]) -> tuple[str, ...]:
     return tuple(sorted(set(values)))
 
 
+CHUNK_SECONDS = 86_400
+"""Probes are counted a day at a time and summed: one query over a month of raw samples of every
+monitor would exceed Prometheus' ``--query.max-samples`` (50 million by default) at a few hundred
+monitors. ``increase`` over consecutive chunks adds up to the increase over the whole range."""
+
+
+def chunks(start: float, seconds: int, size: int = CHUNK_SECONDS) -> list[tuple[float, int]]:
+    """(end, length) of consecutive chunks covering ``[start, start + seconds]``."""
+    out, done = [], 0
+    while done < seconds:
+        length = min(size, seconds - done)
+        done += length
+        out.append((start + done, length))
+    return out
+
+
+async def _probes(api: promapi.PrometheusAPI, rng: reportrange.ReportRange,
+                  namespaces: tuple[str, ...]) -> list[promapi.Sample]:
+    total: dict[tuple[tuple[str, str], ...], float] = {}
+    for end, length in chunks(rng.start.timestamp(), rng.seconds):
+        for s in await api.query(readback.probes_by_result(length, namespaces), at=end):
+            labels = tuple(sorted(s.labels.items()))
+            total[labels] = total.get(labels, 0.0) + s.value
+    return [promapi.Sample(dict(labels), value) for labels, value in total.items()]
+
+
 async def _fetch(settings: promapi.PromSettings, rng: reportrange.ReportRange,
                  namespaces: tuple[str, ...]) -> list[report.Row]:
     at = rng.end.timestamp()
     async with promapi.PrometheusAPI(settings) as api:
-        probes = await api.query(readback.probes_by_result(rng.seconds, namespaces), at=at)
+        probes = await _probes(api, rng, namespaces)
         objectives = await api.query(readback.objectives(rng.seconds, namespaces), at=at)
         alerts = await api.query(readback.alerts_fired(rng.seconds, namespaces), at=at)
     return report.rows(rng, probes=probes, objectives=objectives, alerts=alerts)
