@@ -165,6 +165,11 @@ def fast_increase_record(window: str) -> str:
     return f"{RECORD_LEVEL}:{PREFIX}probe_fast:increase{window}"
 
 
+PERIOD_ERROR_RATIO_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_errors:ratio_period"
+"""Failed / all probes over the monitor's whole SLO period (e.g. 30d), from hourly tiles: recorded
+once an hour, read by dashboards instead of a 30-day ``increase()`` over raw counters."""
+BUDGET_REMAINING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}error_budget_remaining:ratio_period"
+"""``1 - period error ratio / error budget``: 1 = untouched, 0 = spent, below 0 = overspent."""
 SLO_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_objective:ratio"
 """The availability objective as a ratio (0.999), one series per monitor (for dashboards)."""
 LATENCY_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}latency_objective:ratio"

@@ -26,6 +26,10 @@ Two groups per monitor, designed for thousands of monitors in one Prometheus:
     same evaluation of their own group, never a sample up to 5 minutes old from another group,
     which the default 5m lookback could miss.
 
+``route-monitor/<namespace>/<name>/period`` (``interval: 1h``)
+    The availability over the whole SLO period and the error budget left, for dashboards
+    (hourly tiles summed from the 5-minute ones, the period from the hourly ones).
+
 Correctness across prober restarts and moves: every expression aggregates
 ``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
 and ``increase`` handle counter resets; a prober that moves to another pod yields a new series
@@ -58,6 +62,9 @@ from alert_rules.windows import AlertWindow, alert_windows, windows_of
 TILE = "5m"
 LONG_GROUP_INTERVAL = TILE
 """The long-window group's interval is the tile length: one tile per evaluation."""
+HOUR_TILE = "1h"
+PERIOD_GROUP_INTERVAL = HOUR_TILE
+"""The period group records one hourly tile (12 five-minute tiles) per evaluation."""
 FAST_MAX_MS = 3_600_000
 """Window pairs whose long window is at most 1h (the 1h/5m page) are evaluated in the fast
 group, their windows computed from the raw counters; every other window is summed from tiles."""
@@ -72,9 +79,9 @@ def is_fast(window: AlertWindow) -> bool:
     return window.long_ms <= FAST_MAX_MS
 
 
-def group_names(slo: MonitorSLO) -> tuple[str, str]:
+def group_names(slo: MonitorSLO) -> tuple[str, str, str]:
     base = f"route-monitor/{slo.namespace}/{slo.name}"
-    return base, f"{base}/long-windows"
+    return base, f"{base}/long-windows", f"{base}/period"
 
 
 def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
@@ -143,7 +150,26 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     return {"name": group_names(slo)[1], "interval": LONG_GROUP_INTERVAL, "rules": rules}
 
 
+def _period_group(slo: MonitorSLO) -> dict[str, Any]:
+    """The availability SLI over the whole SLO period, for dashboards and readers of the budget:
+    hourly tiles summed from the 5-minute ones, then the period summed from the hourly ones
+    (720 samples for 30 days, once an hour, instead of 8,640 five-minute tiles or a 30-day
+    ``increase()`` over raw samples at every dashboard refresh). Up to an hour behind; no alert
+    reads it. Until its first evaluation (up to an hour after the rules load) the series is absent."""
+    sli = slis(slo)[0]
+    period = durations.format_ms(slo.objective.period_ms)
+    probes, errors = names.probes_increase_record, names.errors_increase_record
+    rules = [_record(slo, record(HOUR_TILE), promql.tiles_sum(sli.record_sel(record(TILE)), HOUR_TILE, TILE))
+             for record in (probes, errors)]
+    over_period = [promql.tiles_sum(sli.record_sel(record(HOUR_TILE)), period, HOUR_TILE)
+                   for record in (errors, probes)]
+    rules.append(_record(slo, names.PERIOD_ERROR_RATIO_RECORD, promql.ratio(*over_period)))
+    remaining = f"1 - {sli.record_sel(names.PERIOD_ERROR_RATIO_RECORD)} / {promql.number(sli.budget)}"
+    rules.append(_record(slo, names.BUDGET_REMAINING_RECORD, remaining))
+    return {"name": group_names(slo)[2], "interval": PERIOD_GROUP_INTERVAL, "rules": rules}
+
+
 def rule_groups(slo: MonitorSLO) -> list[dict[str, Any]]:
     """Prometheus rule groups for one monitor: recording rules and Contract 4's alerts."""
     windows = enabled_windows(slo)
-    return [_fast_group(slo, windows), _long_group(slo, windows)]
+    return [_fast_group(slo, windows), _long_group(slo, windows), _period_group(slo)]

@@ -62,6 +62,13 @@ def availability_over(window: str) -> str:
     return f"1 - ({error_ratio_over(window)})"
 
 
+def period_budget() -> str:
+    """The error budget left over each monitor's own SLO period, as recorded (hourly) by its
+    rules; until the first recording (up to an hour after the rules load), computed here over
+    the dashboard's period from the raw counters."""
+    return f"{n.BUDGET_REMAINING_RECORD}{{{NS_MON}}} or ({budget_remaining('$period')})"
+
+
 def budget_remaining(window: str) -> str:
     return f"1 - (({error_ratio_over(window)}) / on ({BY}) (1 - {objective()}))"
 
@@ -100,14 +107,15 @@ def table_query(expr: str) -> Query:
 def overview() -> dict[str, object]:
     fast, slow = PAGE_PAIRS[0][0], TICKET_PAIRS[0][0]
     columns = [("Objective", objective()), ("Availability ($period)", availability_over("$period")),
-               ("Budget remaining", budget_remaining("$period")), (f"Burn rate {fast}", burn_rate(fast)),
+               ("Budget remaining (SLO period)", period_budget()), (f"Burn rate {fast}", burn_rate(fast)),
                (f"Burn rate {slow}", burn_rate(slow)), ("Pages firing", firing_alerts(n.SEVERITY_CRITICAL)),
                ("Tickets firing", firing_alerts(n.SEVERITY_WARNING))]
     rename = {f"Value #{chr(ord('A') + i)}": title for i, (title, _) in enumerate(columns)}
     table = Panel("Monitors", tuple(table_query(e) for _, e in columns), kind="table", width=24, height=12,
                   unit="percentunit",
-                  description="Every monitor: objective, availability and error budget left over the chosen "
-                              "period, burn rates (1 = spending the budget exactly over the period) and alerts firing.",
+                  description="Every monitor: objective, availability over the chosen period, error budget "
+                              "left over its own SLO period (recorded hourly), burn rates (1 = spending the budget "
+                              "exactly over the period), alerts firing.",
                   transformations=({"id": "merge", "options": {}},
                                    {"id": "organize", "options": {"excludeByName": {"Time": True},
                                                                   "renameByName": rename}}),
@@ -122,7 +130,7 @@ def overview() -> dict[str, object]:
               kind="stat", width=6, height=4),
         Panel("Tickets firing", (Query(f"sum({firing_alerts(n.SEVERITY_WARNING)}) or vector(0)", instant=True),),
               kind="stat", width=6, height=4),
-        Panel("Lowest budget remaining", (Query(f"min({budget_remaining('$period')})", instant=True),),
+        Panel("Lowest budget remaining", (Query(f"min({period_budget()})", instant=True),),
               kind="stat", width=6, height=4, unit="percentunit"),
         table,
         Panel(f"Burn rate {fast} (fast)", (Query(burn_rate(fast), "{{namespace}}/{{monitor}}"),)),
@@ -154,7 +162,7 @@ def detail() -> dict[str, object]:
         Panel("Availability (5m) against the objective",
               (Query(f"1 - {n.error_ratio_record('5m')}{sel}", legend + " availability"),
                Query(objective(), legend + " objective")), unit="percentunit"),
-        Panel("Error budget remaining over the period", (Query(budget_remaining("$period"), legend),),
+        Panel("Error budget remaining over the SLO period", (Query(period_budget(), legend),),
               unit="percentunit"),
         Panel("Burn rate per window", (*(Query(burn_rate(w), f"{legend} {w}") for w in pairs),
                                        *(Query(burn_threshold(w), f"threshold {w.severity} {w.long}/{w.short}")

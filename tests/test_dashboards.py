@@ -135,3 +135,17 @@ def test_monitor_detail_shades_maintenance_and_shows_excluded_probes() -> None:
     exprs = [t["expr"] for t in results["targets"]]
     assert names.PROBES_TOTAL in exprs[0] and names.PROBES_EXCLUDED_TOTAL in exprs[1]
     assert exprs[1].endswith("or on () vector(0)")  # no excluded probes: 0, not "No data"
+
+
+def test_budget_panels_read_the_recorded_period_budget() -> None:
+    """Budget panels read the hourly-recorded period budget (like Sloth and Pyrra), not a 30-day
+    increase() over raw counters; the query-time computation is only the fallback for the first hour."""
+    overview, detail = load("slo-overview.json")["panels"], load("monitor-detail.json")["panels"]
+    [table] = [p for p in overview if p["type"] == "table"]
+    [lowest] = [p for p in overview if p["title"] == "Lowest budget remaining"]
+    [panel] = [p for p in detail if p["title"] == "Error budget remaining over the SLO period"]
+    [column] = [t["expr"] for t in table["targets"] if names.BUDGET_REMAINING_RECORD in t["expr"]]
+    for expr in (column, lowest["targets"][0]["expr"], panel["targets"][0]["expr"]):
+        recorded, _, fallback = expr.removeprefix("min(").partition(" or ")
+        assert recorded.startswith(names.BUDGET_REMAINING_RECORD + "{"), expr
+        assert "increase(" not in recorded and "increase(" in fallback

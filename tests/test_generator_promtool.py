@@ -320,3 +320,36 @@ def test_generated_fixtures_cover_the_scenarios() -> None:
                      "target failing from creation pages right after warm-up"):
         assert expected in names
     assert doc["rule_files"] == ["rules.yml"]
+
+
+def test_period_error_ratio_and_budget_are_exact_from_hourly_tiles(tmp_path: Path) -> None:
+    """The period group: 20 probes a minute, one in four failing, over 5 hours (and a prober restart
+    in hour 3): an hourly tile holds exactly the hour's 1,200 probes (none counted twice), the recorded
+    period ratio is exactly 0.25 and, at a 50% objective, half of the budget is left."""
+    slo = monitor("50", 6, name="period")
+    sel = 'namespace="shop",monitor="period"'
+    restart = 150  # minutes: the counters start again from 0 (a prober restart)
+    ok = f"0+15x{restart - 1} 0+15x{300 - restart}"
+    bad = f"0+5x{restart - 1} 0+5x{300 - restart}"
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": f'route_monitor_probes_total{{{sel},result="success",instance="a"}}', "values": ok},
+            {"series": f'route_monitor_probes_total{{{sel},result="failure",instance="a"}}', "values": bad},
+        ],
+        "promql_expr_test": [
+            # off the 5-minute grid, as Prometheus' own evaluations are (its 2.x ranges include both
+            # ends: on the grid a 1h range holds 13 five-minute steps)
+            {"expr": f"namespace_monitor:route_monitor_probes:increase1h{{{sel}}}", "eval_time": "4h2m",
+             "exp_samples": [{"labels": f"namespace_monitor:route_monitor_probes:increase1h{{{sel}}}", "value": 1200}]},
+            {"expr": f"namespace_monitor:route_monitor_probe_errors:ratio_period{{{sel}}}", "eval_time": "5h",
+             "exp_samples": [{"labels": f"namespace_monitor:route_monitor_probe_errors:ratio_period{{{sel}}}",
+                              "value": 0.25}]},
+            {"expr": f"namespace_monitor:route_monitor_error_budget_remaining:ratio_period{{{sel}}}",
+             "eval_time": "5h",
+             "exp_samples": [{"labels": f"namespace_monitor:route_monitor_error_budget_remaining:ratio_period{{{sel}}}",
+                              "value": 0.5}]},
+        ],
+    }]}
+    results = promtool.run_many([Job("period", prometheus_rule_file([slo]), tests)], tmp_path)
+    assert results["period"].ok, results["period"].output
