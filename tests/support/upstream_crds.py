@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 UPSTREAM = ROOT / "tests" / "crds" / "upstream"
 SERVICEMONITOR = UPSTREAM / "monitoring.coreos.com_servicemonitors.yaml"
+PROMETHEUS = UPSTREAM / "monitoring.coreos.com_prometheuses.yaml"
 
 
 def adapt(node: Any) -> Any:
@@ -35,6 +36,7 @@ def adapt(node: Any) -> Any:
 
 
 def load(path: Path) -> dict[str, Any]:
-    [doc] = [d for d in yaml.safe_load_all(path.read_text()) if d]  # some files start with "---"
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the Prometheus CRD is 0.8 MB
+    [doc] = [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]  # some files start with "---"
     crd: dict[str, Any] = adapt(doc)
     return crd
