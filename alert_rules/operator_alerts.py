@@ -7,6 +7,10 @@ is blind. These alerts watch the operator (or ``standalone``) as one service:
 | alert | severity | when |
 |---|---|---|
 | ``RouteMonitorOperatorDown`` | critical | SLOs exist, no route-monitor target up for 5m; value: SLOs blind |
+
+``RouteMonitorOperatorDown`` counts the SLOs from their recorded objectives; where a rule cannot
+see other namespaces (a Prometheus enforcing namespaces, e.g. OpenShift user-workload
+monitoring), it counts the monitors the operator itself last reported owning (within a week).
 | ``RouteMonitorReconcileErrors`` | warning | reconciles keep failing (more than 5 in 15m, for 15m) |
 | ``RouteMonitorScheduleLag`` | warning | probes start late: p99 schedule lag above ``lag_threshold`` for 15m |
 | ``RouteMonitorProbesSkipped`` | warning | overdue probes were skipped in each of the last 10 minutes |
@@ -58,7 +62,8 @@ def operator_rule_groups(settings: OperatorAlerting | None = None) -> list[dict[
     up = f'up{{job="{s.job}"}}'
     job = f'job="{s.job}"'
     rules = [
-        _alert(s, OPERATOR_DOWN, f"count({names.SLO_OBJECTIVE_RECORD}) and on () absent({up} == 1)", "5m",
+        _alert(s, OPERATOR_DOWN, f"(\n  count({names.SLO_OBJECTIVE_RECORD})\n  or on ()\n"
+               f"  last_over_time(sum({names.OWNED_MONITORS}{{{job}}})[7d:5m])\n)\nand on () absent({up} == 1)", "5m",
                names.SEVERITY_CRITICAL, "route-monitor is down: {{ $value }} SLOs are blind",
                f"No route-monitor /metrics target (job {s.job}) is up, so no monitor is probed and no burn alert "
                "can fire. The monitors' own ProbesAbsent alerts are inhibited while this fires."),
