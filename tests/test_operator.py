@@ -19,8 +19,6 @@ HTTP targets. Covers (issue 4; docs/reference.md: annotations, the RouteMonitor 
 
 from __future__ import annotations
 
-import itertools
-import re
 import shutil
 import subprocess
 import time
@@ -32,8 +30,7 @@ import httpx
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, Service
+from lightkube.resources.core_v1 import Service
 from lightkube.types import PatchType
 
 from alert_rules import names
@@ -48,6 +45,7 @@ from tests.support.operator import (
     annotations,
     condition,
     get,
+    new_namespace,
     route,
     running_operator,
     wait_monitor,
@@ -68,16 +66,9 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield op
 
 
-_made = itertools.count(1)
-
-
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    """A fresh namespace per test, named after it."""
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
-    name = f"t{next(_made)}-{slug}"[:63].strip("-")
-    kube.create(Namespace(metadata=ObjectMeta(name=name)))
-    return name
+    return new_namespace(kube, request, "t")
 
 
 @pytest.fixture

@@ -17,16 +17,12 @@ Covers:
 
 from __future__ import annotations
 
-import itertools
-import re
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from lightkube import Client
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.networking_v1 import Ingress
 from lightkube.types import PatchType
 
@@ -42,6 +38,7 @@ from tests.support.operator import (
     annotations,
     condition,
     get,
+    new_namespace,
     running_operator,
     wait_monitor,
     warnings_for,
@@ -61,15 +58,9 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield op
 
 
-_made = itertools.count(1)
-
-
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
-    name = f"i{next(_made)}-{slug}"[:63].strip("-")
-    kube.create(Namespace(metadata=ObjectMeta(name=name)))
-    return name
+    return new_namespace(kube, request, "i")
 
 
 @pytest.fixture

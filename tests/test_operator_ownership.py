@@ -16,8 +16,6 @@ garbage collector on:
 
 from __future__ import annotations
 
-import itertools
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +23,6 @@ from typing import Any
 
 import pytest
 from lightkube import Client
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 import alert_rules
@@ -42,6 +38,7 @@ from tests.support.operator import (
     annotations,
     condition,
     get,
+    new_namespace,
     route,
     running_operator,
     wait_monitor,
@@ -67,15 +64,9 @@ def operator(cluster: Cluster, workdir: Path) -> Iterator[Operator]:
         yield op
 
 
-_made = itertools.count(1)
-
-
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
-    name = f"own{next(_made)}-{slug}"[:63].strip("-")
-    kube.create(Namespace(metadata=ObjectMeta(name=name)))
-    return name
+    return new_namespace(kube, request, "own")
 
 
 @pytest.fixture

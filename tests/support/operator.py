@@ -7,7 +7,9 @@ it makes is checked by RBAC), with ``/metrics``/``/readyz`` and ``/healthz`` on 
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +24,8 @@ from typing import Any
 
 import httpx
 from lightkube import ApiError, Client, KubeConfig
-from lightkube.resources.core_v1 import Event
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Event, Namespace
 from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -148,6 +151,17 @@ def admin_client(cluster: Cluster) -> Client:
 
 
 # --- API helpers -----------------------------------------------------------------------------
+_namespaces = itertools.count(1)
+
+
+def new_namespace(kube: Client, request: Any, prefix: str) -> str:
+    """A fresh namespace for one test, named after it (``<prefix><n>-<test name>``, <= 63 chars)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
+    name = f"{prefix}{next(_namespaces)}-{slug}"[:63].strip("-")
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    return name
+
+
 def annotations(slo: str = "99.9", interval: str = "1s", **extra: str) -> dict[str, str]:
     out = {names.ANN_SLO: slo, names.ANN_INTERVAL: interval}
     out.update({names.ANNOTATION_PREFIX + k.replace("_", "-"): v for k, v in extra.items()})
