@@ -134,6 +134,27 @@ async def engine_probe(ctx: ssl.SSLContext) -> Probe:
     return probe
 
 
+async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
+    """The engine's probe with its default verifying context: the system store the way a deployed
+    operator has it (``SSL_CERT_FILE`` pointed at the test CA bundle, ``SSL_CERT_DIR`` as is)."""
+    import os
+
+    from route_monitor.probe.tls import TLSContexts
+
+    cafile = getattr(ctx, "bench_cafile", None)
+    saved = os.environ.get("SSL_CERT_FILE")
+    if cafile:
+        os.environ["SSL_CERT_FILE"] = cafile
+    try:
+        default = TLSContexts().verify
+    finally:
+        if saved is None:
+            os.environ.pop("SSL_CERT_FILE", None)
+        else:
+            os.environ["SSL_CERT_FILE"] = saved
+    return await engine_probe(default)
+
+
 VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] = {
     # name: (factory, share of --probes and --rate to use: the per-client variant is ~20x slower)
     "blocking socket, no event loop (floor)": (blocking_socket, 1.0),
@@ -143,6 +164,7 @@ VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] 
     "httpx shared AsyncClient, keep-alive off": (httpx_shared, 1.0),
     "httpx new AsyncClient per probe": (httpx_new_client, 0.05),
     "route_monitor engine probe": (engine_probe, 1.0),
+    "route_monitor engine probe, default context (system store)": (engine_probe_default_store, 1.0),
 }
 
 
@@ -163,11 +185,14 @@ async def paced(probe: Probe, urls: list[str], *, count: int, rate: float) -> di
             "achieved_per_s": count / wall, "errors": errors[:3]}
 
 
-async def run_all(urls: list[str], ca: str | None, *, probes: int, rate: float) -> dict[str, Any]:
+async def run_all(urls: list[str], ca: str | None, *, probes: int, rate: float,
+                  only: list[str] | None = None) -> dict[str, Any]:
     ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
     ctx.bench_cafile = ca  # type: ignore[attr-defined]
     out: dict[str, Any] = {}
     for name, (factory, share) in VARIANTS.items():
+        if only and not any(o in name for o in only):
+            continue
         probe = await factory(ctx)
         await paced(probe, urls, count=20, rate=rate)  # warm-up: imports, first connections
         out[name] = await paced(probe, urls, count=max(20, int(probes * share)), rate=max(1.0, rate * share))
@@ -180,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", type=int, default=2000, help="probes per variant (default 2000)")
     p.add_argument("--targets", type=int, default=1000, help="distinct target URLs (default 1000)")
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--only", action="append", help="only the variants whose name contains this (repeatable)")
+    p.add_argument("--schemes", nargs="+", default=["http", "https"], choices=["http", "https", "https-ecdsa", "https-rsa"],
+                   help="targets (benchmarks.targets.tls_contexts): http, https, https-ecdsa, https-rsa; default http https")
     args = p.parse_args(argv)
     workdir = Path(f"/tmp/route-monitor-micro-{time.time_ns()}")
     server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "8", "--tls-ports", "2",
@@ -187,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     assert ready is not None
     results: dict[str, Any] = {}
     try:
-        for scheme in ("http", "https"):
+        for scheme in args.schemes:
             urls = targets.target_urls(ready, args.targets, scheme=scheme)
-            ca = str(ready["ca"]) if scheme == "https" else None
-            results[scheme] = asyncio.run(run_all(urls, ca, probes=args.probes, rate=args.rate))
+            ca = str(ready["ca"]) if scheme.startswith("https") else None
+            results[scheme] = asyncio.run(run_all(urls, ca, probes=args.probes, rate=args.rate, only=args.only))
     finally:
         measure.stop(server)
     for scheme, rows in results.items():

@@ -7,7 +7,10 @@ invocation, against the same local targets at the same rates. Loopback only, bou
     python -m benchmarks.run --ours engine        # the engine alone instead of `route-monitor standalone`
 
 Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), ``https-5k@30s``
-(the same over TLS, certificates verified against a trustme CA), and ``max`` (5,000 targets,
+(the same over TLS, certificates verified against a trustme CA), ``http-1k@5s``,
+``https-ecdsa-1k@5s`` and ``https-rsa-1k@5s`` (1,000 targets at 200 probes/s over plain HTTP and
+over TLS with ECDSA P-256 and RSA-2048 certificates behind an intermediate CA, as public CAs serve
+them; ``--only tls`` runs these three), and ``max`` (5,000 targets,
 the interval shortened step by step until a side no longer keeps up: achieved rate below 95 %
 of the schedule, lag p99 at or above 250 ms, or skipped probes). Writes
 ``benchmarks/results/latest.json`` and ``latest.md`` (the table used in RESULTS.md).
@@ -28,6 +31,13 @@ from benchmarks import blackbox, measure, ours, report, targets
 
 HERE = Path(__file__).resolve().parent
 LAG_GOAL_S = 0.250
+PLAN: dict[str, tuple[int, str, float | None]] = {
+    # name: (targets, targets.py scheme key, interval in s; None: --interval)
+    "1k@30s": (1000, "http", None), "5k@30s": (5000, "http", None), "https-5k@30s": (5000, "https", None),
+    "http-1k@5s": (1000, "http", 5.0), "https-ecdsa-1k@5s": (1000, "https-ecdsa", 5.0),
+    "https-rsa-1k@5s": (1000, "https-rsa", 5.0),
+}
+TLS_SET = ("http-1k@5s", "https-ecdsa-1k@5s", "https-rsa-1k@5s")
 
 
 def sustained(row: dict[str, Any]) -> bool:
@@ -61,15 +71,15 @@ async def pair(name: str, urls: list[str], interval: float, *, warmup: float, me
 async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     w, m = args.warmup, args.measure
-    plan = {"1k@30s": (1000, "http"), "5k@30s": (5000, "http"), "https-5k@30s": (5000, "https")}
-    for name, (count, scheme) in plan.items():
-        if args.only and name not in args.only:
+    for name, (count, scheme, interval) in PLAN.items():
+        if args.only and name not in args.only and not (name in TLS_SET and "tls" in args.only):
             continue
         if args.quick:
             count //= 10
+        interval = interval or args.interval
         urls = targets.target_urls(ready, count, scheme=scheme)
-        ca = ready["ca"] if scheme == "https" else None
-        rows += await pair(name, urls, args.interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours)
+        ca = ready["ca"] if scheme.startswith("https") else None
+        rows += await pair(name, urls, interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours)
     if not args.only or "max" in args.only:
         count = 500 if args.quick else 5000
         urls = targets.target_urls(ready, count)
@@ -86,7 +96,8 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", action="append", help="run only this scenario (1k@30s, 5k@30s, https-5k@30s, max)")
+    p.add_argument("--only", action="append",
+                   help="run only this scenario (repeatable): " + ", ".join(PLAN) + ", max; tls = the three @5s")
     p.add_argument("--interval", type=float, default=30.0, help="interval of the fixed scenarios (default 30)")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before each measured window (default 15)")
     p.add_argument("--measure", type=float, default=60.0,

@@ -7,9 +7,11 @@ never runs out of local ports (each port is its own 4-tuple space).
 
     python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR]
 
-prints one JSON line ``{"http": [ports], "https": [ports], "ca": "DIR/ca.pem"}`` when ready and
-serves until SIGTERM/SIGINT. With ``--tls-ports`` it makes a trustme CA and a certificate for
-``127.0.0.1``/``localhost`` and writes the CA to ``DIR/ca.pem``.
+prints one JSON line ``{"http": [ports], "https": [ports], "https-ecdsa": [ports], "https-rsa": [ports],
+"ca": "DIR/ca.pem"}`` when ready and serves until SIGTERM/SIGINT. With ``--tls-ports`` it makes
+trustme CAs and certificates for ``127.0.0.1``/``localhost`` (:func:`tls_contexts`: ECDSA P-256
+signed by the root, and ECDSA P-256 and RSA-2048 behind an intermediate) and writes the roots to
+``DIR/ca.pem`` (one bundle, trusted by both sides).
 """
 
 from __future__ import annotations
@@ -50,17 +52,31 @@ class OkProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-def tls_context(directory: Path) -> tuple[ssl.SSLContext, Path]:
+def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
+    """Server contexts by scheme key and the CA bundle trusting all of them (the roots only).
+
+    ``https``: an ECDSA P-256 leaf signed by its root directly (trustme's default; the HTTPS
+    ports of every earlier run). ``https-ecdsa`` and ``https-rsa``: the shape public CAs serve,
+    a leaf signed by an intermediate CA that the server sends along, with ECDSA P-256 and
+    RSA-2048 keys throughout."""
     import trustme
 
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert.configure_cert(ctx)
+    contexts: dict[str, ssl.SSLContext] = {}
+    pems: list[bytes] = []
+    for key, key_type, chained in (("https", trustme.KeyType.ECDSA, False),
+                                   ("https-ecdsa", trustme.KeyType.ECDSA, True),
+                                   ("https-rsa", trustme.KeyType.RSA, True)):
+        root = trustme.CA(key_type=key_type)
+        issuer = root.create_child_ca(key_type=key_type) if chained else root
+        cert = issuer.issue_cert("127.0.0.1", "localhost", key_type=key_type)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(ctx)  # the leaf and, when chained, the intermediate
+        contexts[key] = ctx
+        pems.append(root.cert_pem.bytes())
     directory.mkdir(parents=True, exist_ok=True)
     ca_path = directory / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_path))
-    return ctx, ca_path
+    ca_path.write_bytes(b"".join(pems))
+    return contexts, ca_path
 
 
 async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1") -> None:
@@ -70,19 +86,20 @@ async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str =
         loop.add_signal_handler(sig, stop.set)
     servers: list[asyncio.Server] = []
     http_ports: list[int] = []
-    https_ports: list[int] = []
+    tls_ports_by_key: dict[str, list[int]] = {"https": [], "https-ecdsa": [], "https-rsa": []}
     ca_path: Path | None = None
     for _ in range(ports):
         srv = await loop.create_server(OkProtocol, host, 0, backlog=4096)
         servers.append(srv)
         http_ports.append(srv.sockets[0].getsockname()[1])
     if tls_ports:
-        ctx, ca_path = tls_context(tls_dir or Path("."))
-        for _ in range(tls_ports):
-            srv = await loop.create_server(OkProtocol, host, 0, ssl=ctx, backlog=4096)
-            servers.append(srv)
-            https_ports.append(srv.sockets[0].getsockname()[1])
-    ready = {"http": http_ports, "https": https_ports, "ca": str(ca_path) if ca_path else None}
+        contexts, ca_path = tls_contexts(tls_dir or Path("."))
+        for key, ctx in contexts.items():
+            for _ in range(tls_ports):
+                srv = await loop.create_server(OkProtocol, host, 0, ssl=ctx, backlog=4096)
+                servers.append(srv)
+                tls_ports_by_key[key].append(srv.sockets[0].getsockname()[1])
+    ready = {"http": http_ports, **tls_ports_by_key, "ca": str(ca_path) if ca_path else None}
     print(json.dumps(ready), flush=True)
     await stop.wait()
     for srv in servers:
@@ -90,16 +107,18 @@ async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str =
 
 
 def target_urls(ready: dict[str, object], count: int, *, scheme: str = "http", host: str = "127.0.0.1") -> list[str]:
-    """``count`` distinct URLs spread round-robin over the ports the server reported."""
+    """``count`` distinct URLs spread round-robin over the ports the server reported; ``scheme`` is
+    ``http``, ``https``, ``https-ecdsa`` or ``https-rsa`` (:func:`tls_contexts`)."""
     ports = ready[scheme]
     assert isinstance(ports, list) and ports, f"target server has no {scheme} ports"
-    return [f"{scheme}://{host}:{ports[i % len(ports)]}/t/{i:05d}" for i in range(count)]
+    url_scheme = scheme.split("-")[0]
+    return [f"{url_scheme}://{host}:{ports[i % len(ports)]}/t/{i:05d}" for i in range(count)]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ports", type=int, default=8, help="plain HTTP ports (default 8)")
-    p.add_argument("--tls-ports", type=int, default=0, help="HTTPS ports (default 0)")
+    p.add_argument("--tls-ports", type=int, default=0, help="HTTPS ports per certificate key type (default 0)")
     p.add_argument("--tls-dir", type=Path, help="where ca.pem is written (with --tls-ports)")
     args = p.parse_args(argv)
     asyncio.run(serve(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir))
