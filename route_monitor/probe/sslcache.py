@@ -21,6 +21,8 @@ import tempfile
 import weakref
 from collections.abc import Iterator
 
+from route_monitor.probe.truststore import verify_context
+
 CacheKey = tuple[bytes, bytes, bool]
 
 
@@ -67,7 +69,7 @@ class SSLContextCache:
 
     def _build(self, ca_pem: bytes, client_pem: bytes, verify: bool) -> ssl.SSLContext:
         if verify:
-            ctx = ssl.create_default_context(cafile=self._cafile)
+            ctx = verify_context(self._cafile)
             for extra in self._extra_cafiles:
                 ctx.load_verify_locations(cafile=extra)
             if ca_pem:

@@ -16,6 +16,8 @@ from functools import lru_cache
 
 from cryptography import x509
 
+from route_monitor.probe.truststore import verify_context
+
 
 def _no_verify_context() -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -28,8 +30,9 @@ def _no_verify_context() -> ssl.SSLContext:
 class TLSContexts:
     """The two contexts every probe uses; tests pass a ``verify`` context that trusts their CA."""
 
-    verify: ssl.SSLContext = field(default_factory=ssl.create_default_context)
-    """Verifies the chain and the hostname (system CA store, honours ``SSL_CERT_FILE``)."""
+    verify: ssl.SSLContext = field(default_factory=verify_context)
+    """Verifies the chain and the hostname (system CA store loaded in memory, honours
+    ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``: :mod:`~route_monitor.probe.truststore`)."""
     no_verify: ssl.SSLContext = field(default_factory=_no_verify_context)
     """For ``tls.insecureSkipVerify`` and for reading a certificate that failed verification."""
     extra_cafiles: tuple[str, ...] = ()
@@ -42,7 +45,7 @@ class TLSContexts:
     @classmethod
     def trusting(cls, cafile: str) -> TLSContexts:
         """Verify against ``cafile`` instead of the system store (tests, the demo)."""
-        return cls(verify=ssl.create_default_context(cafile=cafile))
+        return cls(verify=verify_context(cafile))
 
 
 @lru_cache(maxsize=4096)

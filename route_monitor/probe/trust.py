@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from route_monitor.probe import truststore
 from route_monitor.probe.tls import TLSContexts
 
 ENV_CA_FILES = "ROUTE_MONITOR_CA_FILES"
@@ -69,7 +70,7 @@ def _read(path: str) -> str | None:
 
 def verify_context(files: tuple[str, ...]) -> tuple[ssl.SSLContext, ExtraTrust]:
     """The system store (``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured) plus every file's certificates."""
-    ctx = ssl.create_default_context()
+    ctx = truststore.verify_context()  # the system store loaded once, not looked up per handshake
     loaded: list[tuple[str, int]] = []
     skipped: list[str] = []
     for path in files:
