@@ -205,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", type=int, default=2000, help="probes per variant (default 2000)")
     p.add_argument("--targets", type=int, default=1000, help="distinct target URLs (default 1000)")
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--loop", nargs="+", default=["asyncio"], choices=["asyncio", "uvloop"],
+                   help="event loop(s) to run every variant on, one after the other (uvloop: pip install uvloop)")
     p.add_argument("--only", action="append", help="only the variants whose name contains this (repeatable)")
     p.add_argument("--schemes", nargs="+", default=["http", "https"], choices=["http", "https", "https-ecdsa", "https-rsa"],
                    help="targets (benchmarks.targets.tls_contexts): http, https, https-ecdsa, https-rsa; default http https")
@@ -218,7 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         for scheme in args.schemes:
             urls = targets.target_urls(ready, args.targets, scheme=scheme)
             ca = str(ready["ca"]) if scheme.startswith("https") else None
-            results[scheme] = asyncio.run(run_all(urls, ca, probes=args.probes, rate=args.rate, only=args.only))
+            for loop in args.loop:
+                factory = asyncio.new_event_loop
+                if loop == "uvloop":
+                    import uvloop
+                    factory = uvloop.new_event_loop
+                key = scheme if loop == "asyncio" else f"{scheme} on {loop}"
+                with asyncio.Runner(loop_factory=factory) as runner:
+                    results[key] = runner.run(run_all(urls, ca, probes=args.probes, rate=args.rate, only=args.only))
     finally:
         measure.stop(server)
     for scheme, rows in results.items():

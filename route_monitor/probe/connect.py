@@ -85,16 +85,34 @@ async def resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
+async def _connect(address: str, port: int) -> socket.socket:
+    """A non-blocking TCP socket connected to ``address`` (an IP literal)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await asyncio.get_running_loop().sock_connect(sock, (address, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
                       server_hostname: str | None = None) -> Stream:
-    """A connected (and, with ``tls``, handshaken) stream; sets ``progress`` as it goes."""
+    """A connected (and, with ``tls``, handshaken) stream; sets ``progress`` as it goes.
+
+    TCP connect and TLS are two steps (so a failure names its phase), but the stream is made
+    once, over the connected socket, with TLS from the start: no plain transport upgraded by
+    ``start_tls`` (which costs a second transport and works on uvloop only in part)."""
     progress.phase = Phase.DNS
     addresses = await resolve(host, port)
     progress.phase = Phase.CONNECT
     last: OSError | None = None
     for address in addresses:
         try:
-            reader, writer = await asyncio.open_connection(address, port, limit=1 << 16)
+            sock = await _connect(address, port)
         except OSError as e:
             last = e
             continue
@@ -103,13 +121,9 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     else:
         assert last is not None
         raise last
-    stream = Stream(reader, writer)
     if tls is not None:
         progress.phase = Phase.TLS
-        try:
-            await writer.start_tls(tls, server_hostname=server_hostname or host)
-        except BaseException:
-            stream.abort()
-            raise
+    reader, writer = await asyncio.open_connection(
+        sock=sock, limit=1 << 16, ssl=tls, server_hostname=(server_hostname or host) if tls is not None else None)
     progress.phase = Phase.HTTP
-    return stream
+    return Stream(reader, writer)
