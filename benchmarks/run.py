@@ -34,10 +34,10 @@ LAG_GOAL_S = 0.250
 PLAN: dict[str, tuple[int, str, float | None]] = {
     # name: (targets, targets.py scheme key, interval in s; None: --interval)
     "1k@30s": (1000, "http", None), "5k@30s": (5000, "http", None), "https-5k@30s": (5000, "https", None),
-    "http-1k@5s": (1000, "http", 5.0), "https-ecdsa-1k@5s": (1000, "https-ecdsa", 5.0),
-    "https-rsa-1k@5s": (1000, "https-rsa", 5.0),
+    "http-1k@10s": (1000, "http", 10.0), "https-ecdsa-1k@10s": (1000, "https-ecdsa", 10.0),
+    "https-rsa-1k@10s": (1000, "https-rsa", 10.0),
 }
-TLS_SET = ("http-1k@5s", "https-ecdsa-1k@5s", "https-rsa-1k@5s")
+TLS_SET = ("http-1k@10s", "https-ecdsa-1k@10s", "https-rsa-1k@10s")
 
 
 def sustained(row: dict[str, Any]) -> bool:
@@ -97,7 +97,7 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", action="append",
-                   help="run only this scenario (repeatable): " + ", ".join(PLAN) + ", max; tls = the three @5s")
+                   help="run only this scenario (repeatable): " + ", ".join(PLAN) + ", max; tls = the three @10s")
     p.add_argument("--interval", type=float, default=30.0, help="interval of the fixed scenarios (default 30)")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before each measured window (default 15)")
     p.add_argument("--measure", type=float, default=60.0,
