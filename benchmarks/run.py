@@ -7,8 +7,8 @@ invocation, against the same local targets at the same rates. Loopback only, bou
     python -m benchmarks.run --ours engine        # the engine alone instead of `route-monitor standalone`
 
 Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), ``https-5k@30s``
-(the same over TLS, certificates verified against a trustme CA), ``http-1k@5s``,
-``https-ecdsa-1k@5s`` and ``https-rsa-1k@5s`` (1,000 targets at 200 probes/s over plain HTTP and
+(the same over TLS, certificates verified against a trustme CA), ``http-1k@10s``,
+``https-ecdsa-1k@10s`` and ``https-rsa-1k@10s`` (1,000 targets at 100 probes/s over plain HTTP and
 over TLS with ECDSA P-256 and RSA-2048 certificates behind an intermediate CA, as public CAs serve
 them; ``--only tls`` runs these three), and ``max`` (5,000 targets,
 the interval shortened step by step until a side no longer keeps up: achieved rate below 95 %
