@@ -139,8 +139,10 @@ async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
     operator has it (``SSL_CERT_FILE`` pointed at the test CA bundle, ``SSL_CERT_DIR`` as is)."""
     import os
 
+    from route_monitor.probe import connect, tlsstream
     from route_monitor.probe.tls import TLSContexts
 
+    connect.open_tls = tlsstream.open_tls  # the engine's own (a previous variant may have replaced it)
     cafile = getattr(ctx, "bench_cafile", None)
     saved = os.environ.get("SSL_CERT_FILE")
     if cafile:
@@ -155,6 +157,21 @@ async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
     return await engine_probe(default)
 
 
+async def engine_probe_asyncio_ssl(ctx: ssl.SSLContext) -> Probe:
+    """The engine's probe with TLS through asyncio's SSL transport (``open_connection(ssl=...)``,
+    what the engine used before ``probe/tlsstream.py``), for comparing the two in one process."""
+    from route_monitor.probe import connect
+
+    async def asyncio_tls(sock: Any, context: ssl.SSLContext, server_hostname: str) -> Any:
+        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16, ssl=context,
+                                                       server_hostname=server_hostname)
+        return connect.Stream(reader, writer)
+
+    probe = await engine_probe_default_store(ctx)
+    connect.open_tls = asyncio_tls  # type: ignore[assignment]  # until the next variant's factory
+    return probe
+
+
 VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] = {
     # name: (factory, share of --probes and --rate to use: the per-client variant is ~20x slower)
     "blocking socket, no event loop (floor)": (blocking_socket, 1.0),
@@ -165,6 +182,8 @@ VARIANTS: dict[str, tuple[Callable[[ssl.SSLContext], Awaitable[Probe]], float]] 
     "httpx new AsyncClient per probe": (httpx_new_client, 0.05),
     "route_monitor engine probe": (engine_probe, 1.0),
     "route_monitor engine probe, default context (system store)": (engine_probe_default_store, 1.0),
+    "route_monitor engine probe, default context, asyncio SSL transport": (engine_probe_asyncio_ssl, 1.0),
+    "route_monitor engine probe, default context (system store), again": (engine_probe_default_store, 1.0),
 }
 
 

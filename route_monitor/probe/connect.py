@@ -20,6 +20,7 @@ from typing import Any
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
 from route_monitor.probe.safety import forbidden_host, forbidden_ip
+from route_monitor.probe.tlsstream import TLSStream, open_tls
 
 
 @dataclass
@@ -57,6 +58,10 @@ class Stream:
 
     def get_extra_info(self, info: str) -> Any:
         return self._writer.get_extra_info(info)
+
+
+AnyStream = Stream | TLSStream
+"""What :func:`open_stream` returns: plain (asyncio streams) or TLS (:mod:`tlsstream`)."""
 
 
 @lru_cache(maxsize=8192)
@@ -100,12 +105,11 @@ async def _connect(address: str, port: int) -> socket.socket:
 
 
 async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
-                      server_hostname: str | None = None) -> Stream:
+                      server_hostname: str | None = None) -> AnyStream:
     """A connected (and, with ``tls``, handshaken) stream; sets ``progress`` as it goes.
 
-    TCP connect and TLS are two steps (so a failure names its phase), but the stream is made
-    once, over the connected socket, with TLS from the start: no plain transport upgraded by
-    ``start_tls`` (which costs a second transport and works on uvloop only in part)."""
+    TCP connect and TLS are two steps (so a failure names its phase); TLS runs on the
+    connected socket through :mod:`~route_monitor.probe.tlsstream`, not asyncio's SSL transport."""
     progress.phase = Phase.DNS
     addresses = await resolve(host, port)
     progress.phase = Phase.CONNECT
@@ -123,7 +127,9 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
         raise last
     if tls is not None:
         progress.phase = Phase.TLS
-    reader, writer = await asyncio.open_connection(
-        sock=sock, limit=1 << 16, ssl=tls, server_hostname=(server_hostname or host) if tls is not None else None)
+        stream: AnyStream = await open_tls(sock, tls, server_hostname or host)
+    else:
+        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
+        stream = Stream(reader, writer)
     progress.phase = Phase.HTTP
-    return Stream(reader, writer)
+    return stream

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import h11
 
-from route_monitor.probe.connect import Stream
+from route_monitor.probe.connect import AnyStream
 
 READ_SIZE = 64 * 1024
 MAX_HEAD_BYTES = 64 * 1024
@@ -28,7 +28,7 @@ class Response:
     body: bytes
 
 
-async def _next_event(conn: h11.Connection, stream: Stream) -> object:
+async def _next_event(conn: h11.Connection, stream: AnyStream) -> object:
     while True:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
@@ -36,7 +36,7 @@ async def _next_event(conn: h11.Connection, stream: Stream) -> object:
         conn.receive_data(await stream.read(READ_SIZE))
 
 
-async def exchange(stream: Stream, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], *,
+async def exchange(stream: AnyStream, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], *,
                    max_body_bytes: int, follow_redirects: bool = True, statuses: list[int] | None = None) -> Response:
     """Send one request and read the response; a redirect's body is not read when following it.
 

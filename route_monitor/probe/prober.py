@@ -32,7 +32,7 @@ from urllib.parse import quote, urljoin, urlsplit
 from route_monitor import __version__, urls
 from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
-from route_monitor.probe.connect import Progress, Stream, open_stream
+from route_monitor.probe.connect import AnyStream, Progress, open_stream
 from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
@@ -200,7 +200,7 @@ class Prober:
             if status[-1] == 303 and method != b"HEAD":
                 method = b"GET"
 
-    async def _request(self, stream: Stream, ep: Endpoint, method: bytes, req: ProbeRequest,
+    async def _request(self, stream: AnyStream, ep: Endpoint, method: bytes, req: ProbeRequest,
                        status: list[int], first: bool) -> str | None:
         """One exchange on ``stream``; the Location to follow, or None when this was the last hop.
         ``first``: ``ep`` is the first URL's origin (credentials and serverName apply)."""
