@@ -97,6 +97,7 @@ class _Driver(asyncio.Protocol):
         if self.paused and len(self.buffer) < BUFFER_LIMIT and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
+            self._pump()  # what the incoming BIO already holds: no more socket data may come for it
 
     def _finish(self, exc: BaseException | None) -> None:
         if self.closed:
