@@ -161,7 +161,8 @@ def test_extra_cas_are_added_to_the_system_store_not_put_in_its_place(tmp_path: 
         from route_monitor.probe.trust import verify_context
         ctx, extra = verify_context(({str(extra_file)!r},))
         print(len(ctx.get_ca_certs()), extra.loaded[0][1])
-        """)], env={**os.environ, "SSL_CERT_FILE": str(system_file)}, capture_output=True, text=True, check=True)
+        """)], env={**{k: v for k, v in os.environ.items() if k != "SSL_CERT_DIR"},  # a named directory is loaded too
+              "SSL_CERT_FILE": str(system_file)}, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["2", "1"]
     ctx, _ = verify_context((str(extra_file),))
     assert any(dict(x[0] for x in c["subject"]).get("organizationName", "").startswith("trustme")
