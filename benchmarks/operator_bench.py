@@ -100,7 +100,8 @@ class RuleWatch:
                 for line in r.iter_lines():
                     event = json.loads(line)
                     if event["type"] == "ADDED":
-                        self.first.setdefault(event["object"]["metadata"]["name"], time.time())
+                        self.first.setdefault(  # generated rules are route-monitor-<monitor>
+                            event["object"]["metadata"]["name"].removeprefix(names.RULE_NAME_PREFIX), time.time())
         except httpx.HTTPError:
             return  # the apiserver stopped at the end of the run
 
