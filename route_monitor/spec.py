@@ -21,7 +21,7 @@ from alert_rules.model import (
     parse_duration_ms,
     parse_percent,
 )
-from route_monitor import urls
+from route_monitor import bodyregex, urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.requestspec import RequestOptions, parse_request
 
@@ -249,9 +249,11 @@ def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
         raise InvalidSpec(f"{field}.method", p.get("method"), f"expected one of {', '.join(METHODS)}")
     body_regex = p.get("bodyRegex")
     if body_regex is not None:
+        if not isinstance(body_regex, str):
+            raise InvalidSpec(f"{field}.bodyRegex", body_regex, "must be a string")
         try:
-            re.compile(str(body_regex))
-        except re.error as e:
+            bodyregex.compile_pattern(body_regex)
+        except bodyregex.PatternError as e:
             raise InvalidSpec(f"{field}.bodyRegex", body_regex, f"not a valid regular expression: {e}") from None
         if method == "HEAD":
             raise InvalidSpec(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")

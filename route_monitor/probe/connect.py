@@ -32,6 +32,8 @@ class Progress:
     cert_not_after: float | None = None
     last_endpoint: Any = None
     """The endpoint of the current hop (for reading a certificate that failed verification)."""
+    deadline: float = 0.0
+    """The probe's deadline on the event loop's clock (bounds a ``bodyRegex`` match)."""
 
 
 class Stream:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import ssl
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit
 
 from route_monitor import __version__, urls
+from route_monitor.bodyregex import BodyRegex, MatchTimeout
 from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
 from route_monitor.probe.connect import AnyStream, Progress, open_stream
@@ -41,6 +41,7 @@ from route_monitor.spec import ProbeSettings
 
 USER_AGENT = f"route-monitor/{__version__}".encode()
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_MATCH_MARGIN_S = 0.02
 _TARGET_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
 """Reserved and unreserved characters stay as written (incl. existing %-escapes); spaces and
 non-ASCII characters are percent-encoded (UTF-8), as a browser sends them."""
@@ -80,7 +81,7 @@ class ProbeRequest:
     url: str
     settings: ProbeSettings
     endpoint: Endpoint
-    body_regex: re.Pattern[str] | None
+    body_regex: BodyRegex | None
     headers: tuple[tuple[bytes, bytes], ...] = ()
     """``spec.probe.headers``: sent with every hop."""
     authorization: bytes = field(default=b"", repr=False)
@@ -101,7 +102,7 @@ class ProbeRequest:
             endpoint = Endpoint.parse(url)
         except ProbeFailure:
             endpoint = Endpoint("http", "", 0, b"/")  # probed as a failure with reason "other"
-        regex = re.compile(settings.body_regex) if settings.body_regex is not None else None
+        regex = BodyRegex.of(settings.body_regex) if settings.body_regex is not None else None
         headers = tuple((k.encode("ascii"), v.encode("utf-8")) for k, v in settings.request.headers)
         return cls(key, url, settings, endpoint, regex, headers,
                    credentials.authorization if credentials is not None else b"",
@@ -136,7 +137,7 @@ class Prober:
     async def probe(self, req: ProbeRequest) -> ProbeResult:
         started_wall = self._wall()
         t0 = self._clock()
-        progress = Progress()
+        progress = Progress(deadline=asyncio.get_running_loop().time() + req.settings.timeout_ms / 1000)
         status: list[int] = []
         try:
             async with asyncio.timeout(req.settings.timeout_ms / 1000):
@@ -181,7 +182,7 @@ class Prober:
                     progress.cert_not_after = not_after(stream.get_extra_info("ssl_object"))
                 answered = len(status)
                 try:
-                    location = await self._request(stream, endpoint, method, req, status, first)
+                    location = await self._request(stream, endpoint, method, req, status, first, progress)
                 except Exception as e:
                     lost_alert = closed_after_handshake(e) if tls is not None and len(status) == answered else None
                     if lost_alert is None:
@@ -201,7 +202,7 @@ class Prober:
                 method = b"GET"
 
     async def _request(self, stream: AnyStream, ep: Endpoint, method: bytes, req: ProbeRequest,
-                       status: list[int], first: bool) -> str | None:
+                       status: list[int], first: bool, progress: Progress) -> str | None:
         """One exchange on ``stream``; the Location to follow, or None when this was the last hop.
         ``first``: ``ep`` is the first URL's origin (credentials and serverName apply)."""
         s = req.settings
@@ -221,9 +222,16 @@ class Prober:
         if not s.status_ok(response.status):
             ranges = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in s.expected_status)
             raise ProbeFailure(FailureReason.HTTP_STATUS, f"HTTP {response.status} (expected {ranges})")
-        if req.body_regex is not None and not req.body_regex.search(response.body.decode("utf-8", "replace")):
-            raise ProbeFailure(FailureReason.BODY_MISMATCH, f"body ({len(response.body)} bytes read) does not "
-                               f"match /{req.body_regex.pattern[:100]}/")
+        if req.body_regex is not None:
+            # a margin before the probe's own deadline, so a runaway pattern reads as what it is
+            budget = progress.deadline - asyncio.get_running_loop().time() - _MATCH_MARGIN_S
+            try:
+                found = await req.body_regex.search(response.body.decode("utf-8", "replace"), budget)
+            except MatchTimeout as e:
+                raise ProbeFailure(FailureReason.BODY_MISMATCH, str(e)) from None
+            if not found:
+                raise ProbeFailure(FailureReason.BODY_MISMATCH, f"body ({len(response.body)} bytes read) does not "
+                                   f"match /{req.body_regex.pattern[:100]}/")
         return None
 
     async def _read_cert(self, endpoint: Endpoint | None, budget: float, sni: str = "") -> float | None:

@@ -1,0 +1,124 @@
+"""A user's ``bodyRegex`` can never stall the probe engine (issue 15).
+
+Against a real loopback HTTP target: a catastrophically backtracking pattern fails its own
+probe with ``body_mismatch`` within the probe's timeout, while other monitors on the same
+engine keep their schedule (schedule-lag and event-loop-lag p99 under 100 ms). The pattern
+from the issue (``^(\\w+\\s?)*$`` on 25 ``a`` and a ``!``, seconds in ``re``) is decided at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from alert_rules.model import Objective, parse_percent
+from route_monitor import bodyregex
+from route_monitor.demo_targets import Reply
+from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.prober import Prober, ProbeRequest
+from route_monitor.probe.result import FailureReason as R
+from route_monitor.probe.result import ProbeResult
+from route_monitor.resolve import ResolvedTarget
+from route_monitor.spec import InvalidSpec, MonitorSpec, ProbeSettings, Target, parse_routemonitor
+from tests.support import servers
+
+targets = servers.targets
+
+pytestmark = pytest.mark.timeout(60)
+
+ISSUE_PATTERN = r"^(\w+\s?)*$"
+ISSUE_BODY = b"a" * 25 + b"!"
+RUNAWAY_PATTERN = r"^(a|aa)+$"  # exponential in the `regex` engine too
+RUNAWAY_BODY = b"a" * 40 + b"!"
+
+
+def body(data: bytes) -> servers.Responder:
+    return lambda method, target: Reply(body=data)
+
+
+def settings(**kw: object) -> ProbeSettings:
+    return ProbeSettings(**{"timeout_ms": 1000, "interval_ms": 2000, **kw})  # type: ignore[arg-type]
+
+
+async def test_the_issue_pattern_is_decided_at_once(targets: servers.Targets) -> None:
+    url = targets.http(body(ISSUE_BODY))
+    t0 = time.perf_counter()
+    result = await Prober().probe(ProbeRequest.build(("ns", "m"), url, settings(body_regex=ISSUE_PATTERN)))
+    assert time.perf_counter() - t0 < 0.5
+    assert (result.success, result.reason) == (False, R.BODY_MISMATCH)
+    assert "does not match" in result.detail
+
+
+async def test_a_runaway_pattern_fails_its_probe_within_the_timeout(targets: servers.Targets) -> None:
+    url = targets.http(body(RUNAWAY_BODY))
+    t0 = time.perf_counter()
+    result = await Prober().probe(ProbeRequest.build(("ns", "m"), url, settings(body_regex=RUNAWAY_PATTERN)))
+    elapsed = time.perf_counter() - t0
+    assert (result.success, result.reason) == (False, R.BODY_MISMATCH)
+    assert "did not finish matching" in result.detail and "(a|aa)" in result.detail
+    assert elapsed < 1.0 + 0.1
+
+
+def p99(registry: CollectorRegistry, name: str) -> float:
+    """The smallest bucket bound holding 99% of the observations."""
+    count = registry.get_sample_value(f"{name}_count")
+    assert count
+    for le in ("0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0"):
+        got = registry.get_sample_value(f"{name}_bucket", {"le": le})
+        if got is not None and got >= 0.99 * count:
+            return float(le)
+    return float("inf")
+
+
+def spec(name: str, url: str, **kw: object) -> MonitorSpec:
+    return MonitorSpec("chaos", name, Target("url", url=url), probe=settings(interval_ms=1000, timeout_ms=800, **kw),
+                       objective=Objective(availability=parse_percent("99", "")))
+
+
+async def test_runaway_patterns_do_not_slip_other_monitors(targets: servers.Targets) -> None:
+    good = targets.http()
+    bad = targets.http(body(RUNAWAY_BODY))
+    registry = CollectorRegistry()
+    results: list[ProbeResult] = []
+    engine = ProbeEngine(metrics=ProbeMetrics(registry), rng=random.Random(1), first_probe_within=0.5,
+                         loop_lag_every=0.05, on_result=results.append)
+    async with engine:
+        for i in range(3):
+            engine.set_monitor(spec(f"runaway-{i}", bad, body_regex=RUNAWAY_PATTERN),
+                               ResolvedTarget(bad, "url", ""))
+        for i in range(20):
+            engine.set_monitor(spec(f"good-{i}", good), ResolvedTarget(good, "url", ""))
+        await asyncio.sleep(5)
+    runaway = [r for r in results if r.key[1].startswith("runaway")]
+    others = [r for r in results if r.key[1].startswith("good")]
+    assert runaway and all(r.reason is R.BODY_MISMATCH and r.duration_seconds < 0.8 + 0.1 for r in runaway)
+    assert len(others) >= 20 * 4 and all(r.success for r in others)
+    assert p99(registry, "route_monitor_probe_schedule_lag_seconds") <= 0.1
+    assert p99(registry, "route_monitor_event_loop_lag_seconds") <= 0.1
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (["a", "b"], "must be a string"),
+    ({"a": 1}, "must be a string"),
+    ("(unclosed", "not a valid regular expression"),
+])
+def test_the_parser_refuses_what_the_prober_cannot_run(value: object, message: str) -> None:
+    with pytest.raises(InvalidSpec) as e:
+        bodyregex_spec(value)
+    assert e.value.field.endswith("bodyRegex") and message in str(e.value)
+
+
+def bodyregex_spec(value: object) -> None:
+    parse_routemonitor({"metadata": {"name": "m", "namespace": "ns"},
+                        "spec": {"target": {"url": "http://example.com/"}, "probe": {"bodyRegex": value}}})
+
+
+def test_compile_pattern_uses_the_prober_engine() -> None:
+    assert bodyregex.compile_pattern(r"\d+").search("ab12") is not None
+    with pytest.raises(bodyregex.PatternError):
+        bodyregex.compile_pattern("[")
