@@ -19,14 +19,30 @@ class DurationError(ValueError):
     """A string is not a Prometheus duration."""
 
 
+MAX_DIGITS = 12
+"""Digits of one number in a duration (``999999999999ms`` is 31 years; ``int()`` of a
+5,000-digit string is refused by Python, and is no duration anyway)."""
+
+
+def _shown(text: object) -> str:
+    if isinstance(text, int | float) and (not isinstance(text, int) or text.bit_length() < 128):
+        return repr(text)
+    shown = repr(text[:40]) if isinstance(text, str) else f"a value of type {type(text).__name__}"
+    return shown + ("..." if isinstance(text, str) and len(text) > 40 else "")
+
+
 def parse_ms(text: str) -> int:
     """Parse a Prometheus duration into integer milliseconds (units in descending order)."""
     if not isinstance(text, str) or not text or not re.fullmatch(PATTERN, text):
         raise DurationError(
-            f"{text!r} is not a duration: use a number and a unit (ms, s, m, h, d, w), "
+            f"{_shown(text)} is not a duration: use a number and a unit (ms, s, m, h, d, w), "
             "e.g. 500ms, 30s, 1m30s, 6h, 30d"
         )
-    total = sum(int(n) * _UNITS_MS[u] for n, u in _TOKEN.findall(text))
+    tokens = _TOKEN.findall(text)
+    if any(len(n.lstrip("0")) > MAX_DIGITS for n, _ in tokens):
+        raise DurationError(f"{_shown(text)} is too large: at most {MAX_DIGITS} "
+                            "digits per number")
+    total = sum(int(n) * _UNITS_MS[u] for n, u in tokens)
     if total <= 0:
         raise DurationError(f"{text!r} is zero: a duration must be positive")
     return total

@@ -14,18 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from alert_rules import findings, names
-from alert_rules.model import InvalidSpec
-from route_monitor import sources
+from alert_rules.model import InvalidSpec, echo
+from route_monitor import sources, yamlread
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
 from route_monitor.sources import Key, key_of
 from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader when PyYAML was built with it (about 10x faster on thousands of objects)."""
 
 
 @dataclass(frozen=True)
@@ -88,29 +84,19 @@ def load(paths: Iterable[str | Path]) -> tuple[list[Manifest], list[ManifestErro
     manifests: list[Manifest] = []
     errors: list[ManifestError] = []
     for path in _files(paths):
-        try:
-            docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))  # CSafeLoader/SafeLoader: safe
-        except OSError as e:
-            errors.append(ManifestError(str(path), "", "", f"cannot read: {e.strerror or e}"))
-            continue
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            loc = f"{path}:{mark.line + 1}" if mark else str(path)
-            errors.append(ManifestError(loc, "", "", f"not valid YAML: {getattr(e, 'problem', e)}"))
+        docs, problem = yamlread.read_documents(path)
+        if problem is not None:
+            errors.append(ManifestError(problem.location, "", "", problem.message))
             continue
         multi = len(docs) > 1
         for i, doc in enumerate(docs):
-            source = f"{path}#{i}" if multi else str(path)
             if doc is None:
                 continue
-            if not isinstance(doc, Mapping):
-                errors.append(ManifestError(source, "", "", "expected a Kubernetes object (a mapping)"))
-                continue
-            items = doc.get("items") if doc.get("kind") == "List" else [doc]
-            for j, item in enumerate(items or []):
-                src = f"{source}.items[{j}]" if doc.get("kind") == "List" else source
-                if isinstance(item, Mapping):
-                    manifests.append(Manifest(src, item))
+            for src, obj, why in yamlread.objects_of(doc, f"{path}#{i}" if multi else str(path)):
+                if obj is None:
+                    errors.append(ManifestError(src, "", "", why))
+                else:
+                    manifests.append(Manifest(src, obj))
     return manifests, errors
 
 
@@ -160,7 +146,7 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         try:
             spec: MonitorSpec = parse()
         except InvalidSpec as e:
-            out.problems.append(ManifestError(m.source, m.ref, e.field, f"{e.reason} (got {e.value!r})"))
+            out.problems.append(ManifestError(m.source, m.ref, e.field, f"{e.reason} (got {echo(e.value)})"))
             continue
         if spec.key in out.sources:
             out.problems.append(ManifestError(m.source, m.ref, "metadata.name", "a monitor of this name "

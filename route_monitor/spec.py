@@ -308,7 +308,13 @@ def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "defa
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidSpec("metadata.name", name, "a RouteMonitor needs a name")
+    if len(name) > 253 or not _HOSTNAME.match(name):
+        raise InvalidSpec("metadata.name", name, "expected a Kubernetes name: lowercase letters, digits, '-' and "
+                          "'.', at most 253 characters (it names files, rules and metric labels)")
     namespace = meta.get("namespace") or default_namespace
+    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+        raise InvalidSpec("metadata.namespace", namespace, "expected a Kubernetes namespace: lowercase letters, "
+                          "digits and '-', at most 63 characters")
     spec = _map(obj.get("spec"), "spec")
     path = spec.get("path")
     if path is not None and (not isinstance(path, str) or not path.startswith("/")):

@@ -4,7 +4,8 @@ redirects), so that no URL with credentials is ever probed with them, exported o
 - :func:`refuse_userinfo`: a URL with user info (``https://user:pass@host/``) is refused with a
   message pointing to ``spec.probe.auth`` that never repeats the password (nor the user name);
 - :func:`port_problem`: a port outside 1-65535 (or not a number) is refused when the manifest is
-  validated, not when the probe runs;
+  validated, not when the probe runs; so is a URL that does not parse or has no usable host
+  (:func:`host_problem`);
 - :func:`redact`: the text of a URL with any user info replaced by ``***``, for details and logs
   of what the prober saw (e.g. a ``Location`` header it was sent).
 """
@@ -39,8 +40,26 @@ def port_problem(url: str) -> str | None:
     return None
 
 
+def host_problem(url: str) -> str | None:
+    """Why the URL cannot be parsed or has no usable host (``http://[::1/``, ``http://:80/``, a
+    space in the host), or None."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as e:
+        return f"not a valid URL: {e}"
+    if not host:
+        return "the URL has no host"
+    if any(c.isspace() or not c.isprintable() for c in parts.netloc):
+        return "the host contains a space or a control character"
+    return None
+
+
 def url_problem(url: str) -> str | None:
-    """Why ``url`` must not be probed as written (user info, bad port), or None."""
+    """Why ``url`` must not be probed as written (unparsable, no host, user info, bad port), or None."""
+    problem = host_problem(url)
+    if problem is not None:
+        return problem
     if has_userinfo(url):
         return USERINFO_MESSAGE
     return port_problem(url)

@@ -16,7 +16,7 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import filecreds, maintenance
+from route_monitor import filecreds, maintenance, manifests, resolve
 from route_monitor.commands.rules import load, report
 from route_monitor.spec import MonitorSpec, UrlTarget
 
@@ -36,11 +36,33 @@ def exclusions(spec: MonitorSpec, now: float) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def refused_targets(monitors: list[MonitorSpec],
+                    sources: dict[tuple[str, str], str]) -> list[tuple[tuple[str, str], manifests.ManifestError]]:
+    """URL targets that ``standalone`` and the operator refuse to probe (link-local and cloud
+    metadata addresses), so ``check`` says so too."""
+    out = []
+    for spec in monitors:
+        if isinstance(spec.target, UrlTarget):
+            try:
+                resolve.check_url_safe(spec.target.url)
+            except resolve.TargetError as e:
+                out.append((spec.key, manifests.ManifestError(
+                    sources.get(spec.key, ""), f"RouteMonitor/{spec.namespace}/{spec.name}", "spec.target.url",
+                    f"{e.reason}: {e.message}")))
+    return out
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
         now: float | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     loaded = load(args.paths)
     loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
+    refused = refused_targets(loaded.monitors, loaded.sources)
+    loaded.problems.extend(problem for _, problem in refused)
+    loaded.monitors[:] = [m for m in loaded.monitors if m.key not in {key for key, _ in refused}]
+    if not loaded.monitors and not any(not p.warning for p in loaded.problems):
+        loaded.problems.append(manifests.ManifestError(
+            " ".join(args.paths), "", "", "nothing to monitor: no RouteMonitor and no annotated object found"))
     at = time.time() if now is None else now
     for spec in loaded.monitors:
         t = spec.target
