@@ -12,9 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tests import test_standalone
+from tests.support import servers
 from tests.support.net import wait_for
 from tests.support.servers import Targets
-from tests.test_standalone import Proc, folder, ok_probes, proc_factory, routemonitor, targets  # noqa: F401
+from tests.test_standalone import Proc, ok_probes, routemonitor
+
+targets = servers.targets
+folder = test_standalone.folder
+proc_factory = test_standalone.proc_factory
 
 pytestmark = pytest.mark.timeout(60)
 
