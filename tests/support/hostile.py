@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 
 ENDINGS = ("close", "reset", "hang")
+TRICKLE = "trickle"
+"""An ending for chaos tests: one byte every 100 ms for 30 s (slowloris)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class Script:
     ending: str = "close"
     read_request: bool = True
     """Wait for the request head before answering (False: answer at once)."""
+    repeat: tuple[bytes, int] = (b"", 0)
+    """After ``chunks``: this chunk written this many times (a huge body without holding it)."""
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -35,6 +39,11 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 
 async def _end(writer: asyncio.StreamWriter, ending: str) -> None:
+    if ending == TRICKLE:
+        for _ in range(300):
+            writer.write(b"x")
+            await writer.drain()
+            await asyncio.sleep(0.1)
     if ending == "hang":
         await asyncio.sleep(30)
     if ending == "reset":
@@ -70,6 +79,9 @@ class Hostile:
                 await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 2)
             for chunk in script.chunks:
                 writer.write(chunk)
+                await writer.drain()
+            for _ in range(script.repeat[1]):
+                writer.write(script.repeat[0])
                 await writer.drain()
             await _end(writer, script.ending)
         writer.transport.abort()
