@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from alert_rules.model import echo
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
@@ -63,6 +64,16 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 
 
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
+    """The probed URL; a source object whose fields have the wrong shape (``spec.host: [1, 2]``,
+    ``ports: foo``) is a ``TargetError`` naming it, never an exception that stops ``standalone``."""
+    try:
+        return _resolve_as_read(spec, found, options)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
+        raise TargetError("InvalidSource", f"the {spec.target.kind} {getattr(spec.target, 'name', '')!r} cannot be "
+                          f"read as written: {echo(str(e))}") from None
+
+
+def _resolve_as_read(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))

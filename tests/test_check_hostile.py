@@ -1,10 +1,13 @@
 """``route-monitor check`` on hostile files (issue 15): each class of bad input gives one
 bounded error line naming the file (and the object and field when there is one), exit 1, and
-never a traceback; a good monitor beside a bad object in the same file is still checked.
+never a traceback; a good monitor beside a bad object in the same file is still checked; and
+what ``check`` accepts, ``standalone`` starts (the same target resolution runs in both).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +56,12 @@ CASES = [
     pytest.param(rm(target="{url: 'http://169.254.169.254/latest'}").encode(), "Forbidden", id="metadata-address"),
     pytest.param(rm(extra="  probe: {bodyRegex: [a, b]}\n").encode(), "spec.probe.bodyRegex: must be a string",
                  id="bodyregex-list"),
+    pytest.param(b"apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: shop, namespace: ns, annotations: "
+                 b"{routemonitor.io/slo: '99.9'}}\nspec: {host: [1, 2], to: {kind: Service, name: shop}}\n",
+                 "Route/ns/shop: spec.target: InvalidSource", id="route-host-list"),
+    pytest.param(b"apiVersion: v1\nkind: Service\nmetadata: {name: pay, namespace: ns, annotations: "
+                 b"{routemonitor.io/slo: '99'}}\nspec: {ports: foo}\n", "Service/ns/pay: spec.target: InvalidSource",
+                 id="service-ports-scalar"),
     pytest.param(b"", "nothing to monitor", id="empty-file"),
     pytest.param(b"# only a comment\n", "nothing to monitor", id="comments-only"),
     pytest.param(b"a: 1\n", "nothing to monitor", id="no-kind"),
@@ -77,7 +86,7 @@ def test_check_reports_one_bounded_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
     "metadata-scalar", "namespace-int", "annotations-string", "slash-in-name", "port-99999", "broken-ipv6",
-    "no-host", "metadata-address", "bodyregex-list", "nested-1500")])
+    "no-host", "metadata-address", "bodyregex-list", "nested-1500", "route-host-list", "service-ports-scalar")])
 def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
@@ -86,3 +95,24 @@ def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys:
     assert code == 1
     assert "target: https://good.example" in out
     assert err.splitlines()[-1].startswith("1 monitor(s), "), err
+
+
+@pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
+    "route-host-list", "service-ports-scalar", "metadata-address", "broken-ipv6")])
+def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
+        tmp_path: Path, content: bytes, expected: str) -> None:
+    (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
+    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(tmp_path),
+                             "--metrics-address", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("metrics: "):
+                break
+        assert proc.poll() is None, "".join(lines)
+        assert any("monitoring shop/good" in line for line in lines) and expected.split(":")[0] in "".join(lines)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

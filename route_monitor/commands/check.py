@@ -16,7 +16,7 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import filecreds, maintenance, manifests, resolve
+from route_monitor import filecreds, fileplan, maintenance, manifests
 from route_monitor.commands.rules import load, report
 from route_monitor.spec import MonitorSpec, UrlTarget
 
@@ -36,20 +36,20 @@ def exclusions(spec: MonitorSpec, now: float) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def refused_targets(monitors: list[MonitorSpec],
-                    sources: dict[tuple[str, str], str]) -> list[tuple[tuple[str, str], manifests.ManifestError]]:
-    """URL targets that ``standalone`` and the operator refuse to probe (link-local and cloud
-    metadata addresses), so ``check`` says so too."""
-    out = []
-    for spec in monitors:
-        if isinstance(spec.target, UrlTarget):
-            try:
-                resolve.check_url_safe(spec.target.url)
-            except resolve.TargetError as e:
-                out.append((spec.key, manifests.ManifestError(
-                    sources.get(spec.key, ""), f"RouteMonitor/{spec.namespace}/{spec.name}", "spec.target.url",
-                    f"{e.reason}: {e.message}")))
-    return out
+def unresolvable(paths: list[str],
+                 monitors: list[MonitorSpec]) -> list[tuple[tuple[str, str], manifests.ManifestError]]:
+    """Monitors whose target ``standalone`` cannot resolve from these files (a missing object, a
+    link-local or metadata address, a source with fields of the wrong shape), so ``check`` says
+    what ``standalone`` will do."""
+    planned = fileplan.plan(paths)
+    keys = {m.key for m in monitors}
+    return [(key, p) for p in planned.problems
+            if p.field.startswith("spec.target") and (key := _key(p.ref)) is not None and key in keys]
+
+
+def _key(ref: str) -> tuple[str, str] | None:
+    parts = ref.split("/")
+    return (parts[1], parts[2]) if len(parts) == 3 else None
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     out, err = out or sys.stdout, err or sys.stderr
     loaded = load(args.paths)
     loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
-    refused = refused_targets(loaded.monitors, loaded.sources)
+    refused = unresolvable(args.paths, loaded.monitors)
     loaded.problems.extend(problem for _, problem in refused)
     loaded.monitors[:] = [m for m in loaded.monitors if m.key not in {key for key, _ in refused}]
     if not loaded.monitors and not any(not p.warning for p in loaded.problems):
