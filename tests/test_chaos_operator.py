@@ -1,10 +1,20 @@
-"""Chaos on the operator itself (issue 15): SIGKILL in the middle of a burst of 500 creates.
+"""Chaos on the operator itself (issue 15).
 
+SIGKILL in the middle of a burst of 500 creates:
 The operator is killed (no cleanup, no graceful shutdown) while RouteMonitors are still being
 created; the burst finishes while it is down; a new operator process converges: exactly one
 PrometheusRule per RouteMonitor (none missing, none duplicated, none stale for a monitor
 deleted while it was down), every monitor counted by the operator, and its memory bounded.
-Real kube-apiserver and etcd, a real operator process, real HTTP target.
+
+Watch expiry: the apiserver is killed, etcd gets history the operator never saw and is
+compacted through its own API up to now, the apiserver comes back with a fresh watch cache, so
+the operator's resourceVersion is gone (kopf receives the 410 as an ERROR event inside the watch
+stream and relists; it logs that at debug level, so the test asserts the outcome): changes made
+afterwards are acted on and the operator never exits. (Seen in its log: for a few seconds after
+each apiserver start, RBAC answers 403 until its caches fill; the operator retries and
+recovers.)
+
+Real kube-apiserver and etcd, a real operator process, a real HTTP target.
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ def rss_kib(pid: int) -> int:
 def test_sigkill_mid_burst_then_restart_converges_without_duplicates(cluster: Cluster, kube: Client,
                                                                      tmp_path: Path, target: Target) -> None:
     kube.create(Namespace(metadata=ObjectMeta(name=NS)))
-    first = Operator(cluster, tmp_path / "first.log", ("--namespace", NS))
+    first = Operator(cluster, tmp_path / "first.log", ("--namespace", NS, "--allow-url-targets"))
     first.start()
     created: list[int] = []
     burst = threading.Thread(target=create_all, args=(cluster, target.host, created))
@@ -79,7 +89,7 @@ def test_sigkill_mid_burst_then_restart_converges_without_duplicates(cluster: Cl
     assert len(created) == BURST
     kube.delete(RouteMonitor, "m000", namespace=NS)  # deleted while no operator runs
 
-    second = Operator(cluster, tmp_path / "second.log", ("--namespace", NS))
+    second = Operator(cluster, tmp_path / "second.log", ("--namespace", NS, "--allow-url-targets"))
     second.start()
     try:
         expected = {names.prometheus_rule_name(f"m{i:03d}") for i in range(1, BURST)}
@@ -96,3 +106,52 @@ def test_sigkill_mid_burst_then_restart_converges_without_duplicates(cluster: Cl
         assert rss_kib(second.proc.pid) < 400 * 1024, "the operator's RSS for 499 monitors"  # type: ignore[union-attr]
     finally:
         assert second.stop() == 0, second.log()
+
+
+def etcd_url(cluster: Cluster) -> str:
+    return next(a.split("=", 1)[1] for a in cluster.apiserver_args if a.startswith("--etcd-servers="))
+
+
+def compact_etcd(cluster: Cluster) -> int:
+    """Compact etcd's whole history up to now (its v3 JSON gateway): every older resourceVersion is gone."""
+    url = etcd_url(cluster)
+    rev = int(httpx.post(f"{url}/v3/kv/range", json={"key": "L3JlZ2lzdHJ5"}, timeout=10).json()["header"]["revision"])
+    r = httpx.post(f"{url}/v3/kv/compaction", json={"revision": str(rev), "physical": True}, timeout=30)
+    assert r.status_code == 200, r.text
+    return rev
+
+
+def test_watch_expiry_410_gone_after_etcd_compaction_is_recovered(cluster: Cluster, kube: Client,
+                                                                  tmp_path: Path, target: Target) -> None:
+    ns, other = "chaos-gone", "chaos-gone-noise"
+    for name in (ns, other):
+        kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    with httpx.Client(base_url=cluster.server, verify=False, timeout=30,
+                      headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        def create(name: str, namespace: str = ns) -> None:
+            body = {**monitor(0, target.host), "metadata": {"name": name, "namespace": namespace}}
+            assert client.post(f"/apis/{names.API_VERSION}/namespaces/{namespace}/{names.PLURAL}",
+                               json=body).status_code == 201
+
+        create("before")
+        op = Operator(cluster, tmp_path / "op.log", ("--namespace", ns, "--allow-url-targets"))
+        op.start()
+        try:
+            wait_for(lambda: get_rule(kube, ns, "before"), timeout=30, what="the first PrometheusRule")
+            cluster.stop_apiserver()  # the operator's watch breaks at its last resourceVersion
+            cluster.start_apiserver()
+            for i in range(30):  # history the operator never saw (another namespace), then compacted away
+                create(f"noise{i}", other)
+            compact_etcd(cluster)
+            cluster.restart_apiserver()  # a fresh watch cache: the operator's resourceVersion is too old (410)
+            create("after")
+            kube.delete(RouteMonitor, "before", namespace=ns)
+            wait_for(lambda: get_rule(kube, ns, "after") and not get_rule(kube, ns, "before"), timeout=90,
+                     what="changes after the compaction acted on")
+            assert op.proc is not None and op.proc.poll() is None, op.log()
+        finally:
+            assert op.stop() == 0, op.log()
+
+
+def get_rule(kube: Client, ns: str, name: str) -> bool:
+    return any(r.metadata.name == names.prometheus_rule_name(name) for r in kube.list(PrometheusRule, namespace=ns))
