@@ -174,3 +174,17 @@ async def test_status_writes_of_all_monitors_are_rate_bounded() -> None:
 def test_per_probe_outcome_matches_what_the_status_records(result: ProbeResult | None) -> None:
     from route_monitor.operator import status
     assert status.result_outcome(result) == status.outcome(status.last_probe(result))
+
+
+async def test_a_taken_over_monitor_is_probed_before_its_reconcile_and_a_lost_one_stops_at_once() -> None:
+    """Replicas: start_probing needs no API call (the reconcile's writes come later, in the queue);
+    release stops probing and keeps nothing of the status written, but what is known of the rule."""
+    rec, kube, engine, _clock, _ = setup()
+    rec.start_probing(KEY)
+    assert engine.monitors == {KEY: "http://127.0.0.1:8080/"} and kube.calls == []
+    await rec.reconcile(KEY)
+    writes = len(kube.calls)
+    rec.release(KEY)
+    assert engine.monitors == {}
+    await rec.reconcile(KEY)  # owned again: the rule is known, so no create and no read
+    assert kube.names()[writes:] == ["status"]

@@ -125,12 +125,15 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
              f"member {settings.member} (leases in {settings.lease_namespace})" if settings.member
              else "one replica (no --member-name or $POD_NAME: no Lease)")
     try:
-        if membership is not None:  # learn the other replicas before owning anything
+        await supervisor.prime()  # load the world first: nothing is reconciled before the loop starts
+        settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
+        if membership is not None:
+            # join only now, ready to probe its share at once: the others hand over the moment
+            # they see this Lease, so a replica still loading must not hold one yet
             await membership.join()
             supervisor.shard = membership.shard
             tasks.append(asyncio.create_task(membership.run(), name="membership"))
-        await supervisor.prime()
-        settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
+        supervisor.start_owned()
         tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
         slo.begin()
         if scrape_targets is not None:

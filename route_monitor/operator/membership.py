@@ -77,12 +77,22 @@ class Membership:
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)},
                  "spec": spec}
-        try:
-            created = await self._kube.create_lease(lease)
-        except Exception as e:
-            if status_code(e) != 409:  # 409: ours from a previous run of this member: renew it
-                raise
-            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
+        created = None
+        for _ in range(5):  # create, or renew ours from a previous run; it may vanish in between
+            try:
+                created = await self._kube.create_lease(lease)
+                break
+            except Exception as e:
+                if status_code(e) != 409:
+                    raise
+            try:  # 409: a Lease of this name exists (this member's previous run): take it
+                created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
+                break
+            except Exception as e:
+                if status_code(e) != 404:  # 404: deleted meanwhile (as abandoned): create again
+                    raise
+        if created is None:
+            raise RuntimeError(f"lease {s.namespace}/{s.lease_name} kept appearing and vanishing")
         self._uid = str(created["metadata"].get("uid") or "")
         items, _ = await self._kube.list_leases(s.namespace, SELECTOR)
         self._table.replace_all(items)

@@ -105,16 +105,44 @@ class Reconciler:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
         events); the others let it go. One replica owns everything."""
         if not self._owns(key):
-            self._release(key)
+            self.release(key)
             return
         await self._generated(key)
         await self._monitor(key)
 
-    def _release(self, key: Key) -> None:
-        """Stop probing ``key`` and forget what was written for it: another replica owns it now,
-        and when it comes back here, everything is checked afresh."""
-        self._forget(key)
+    def release(self, key: Key) -> None:
+        """Stop probing ``key`` and forget the status written for it: another replica owns it now,
+        and when it comes back here, status is checked afresh. What is known of its PrometheusRule
+        (uid, version, content) is kept: a later write is pinned to that version, so a stale entry
+        costs one refused write, never a write over someone else's change."""
+        self.engine.remove_monitor(key)
+        self._valid.discard(key)
+        if self.credentials is not None:
+            self.credentials.forget(key)
+        for cache in (self.results, self._written, self._written_at, self._monitor_warned):
+            cache.pop(key, None)
+        self.metrics.set_state(key, None)
         self._warned.pop(key, None)
+
+    def start_probing(self, key: Key) -> None:
+        """Probe a monitor this replica just took over at once, before its reconcile (API writes,
+        status) comes round in the queue: a takeover of hundreds of monitors would otherwise leave
+        the last ones unprobed for as long as the queue takes. Only what needs no I/O: monitors
+        with credentials to read wait for their reconcile."""
+        body = self.world.monitors.get(key)
+        if body is None or not self._owns(key):
+            return
+        try:
+            spec = parse_routemonitor(body)
+        except InvalidSpec:
+            return
+        if spec.probe.request.references():
+            return
+        target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
+                                     cluster_domain=self.settings.cluster_domain)
+        if isinstance(target, ResolvedTarget):
+            self.engine.set_monitor(spec, target)
+            self._valid.add(key)
 
     async def _generated(self, key: Key) -> None:
         decision = plan.plan_generated(self.world, key)

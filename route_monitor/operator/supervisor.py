@@ -104,8 +104,18 @@ class Supervisor:
         self.metrics.ownership_changes.labels(change="lost").inc(len(lost))
         log.info("%d live replicas: this one gains %d monitors and hands over %d", len(after.members),
                  len(gained), len(lost))
+        for key in lost:  # stop at once: the new owner may already be probing
+            self.reconciler.release(key)
+        for key in gained:
+            self.reconciler.start_probing(key)
         for key in sorted(gained | lost):
             self.enqueue(key)
+
+    def start_owned(self) -> None:
+        """Start probing every monitor this replica owns before the first reconcile (a restart or a
+        new replica then probes within seconds, not once the whole queue has been worked off)."""
+        for key in list(self.world.monitors):
+            self.reconciler.start_probing(key)
 
     def on_result(self, result: ProbeResult) -> None:
         """Probe engine callback: remember the result; reconcile only if the outcome changed."""
