@@ -134,10 +134,8 @@ def create_routes(cluster: Cluster, names_: list[str], host: str, interval: str)
     return created
 
 
-def operator_requests(cluster: Cluster, resources: tuple[str, ...] = ("routemonitors", "prometheusrules", "events"),
-                      reads: bool = False) -> dict[str, float]:
-    """apiserver_request_total for what only the operator writes, by verb/resource/subresource
-    (``reads``: LIST and WATCH too)."""
+def operator_requests(cluster: Cluster) -> dict[str, float]:
+    """apiserver_request_total for what only the operator writes, by verb/resource/subresource."""
     text = api(cluster, "GET", "/metrics").text
     out: dict[str, float] = {}
     for line in text.splitlines():
@@ -145,7 +143,8 @@ def operator_requests(cluster: Cluster, resources: tuple[str, ...] = ("routemoni
             continue
         labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.rindex("}")].split(","))
         labels = {k: v.strip('"') for k, v in labels.items()}
-        if labels.get("resource") in resources and (reads or labels.get("verb") not in ("WATCH", "LIST")):
+        if labels.get("resource") in ("routemonitors", "prometheusrules", "events") and \
+                labels.get("verb") not in ("WATCH", "LIST"):
             key = f"{labels['verb']} {labels['resource']}{'/' + labels['subresource'] if labels.get('subresource') else ''}"
             out[key] = out.get(key, 0) + float(line.rsplit(" ", 1)[1])
     return out

@@ -41,11 +41,17 @@ from typing import Any
 from alert_rules import durations, names
 from benchmarks import measure, report
 from benchmarks import replicas_math as rm
-from benchmarks.operator_bench import NS, create_routes, operator_requests
+from benchmarks.operator_bench import NS, create_routes
 from benchmarks.replicas_fleet import Fleet, wait_until
 from route_monitor.operator.sharding import owner_of
 
 LEASE_DURATION = 15.0
+OBJECTS = ("routemonitors", "prometheusrules", "events")
+"""What the operator writes for monitors (the apiserver's view; Lease requests are counted apart)."""
+
+
+def api_writes(requests: dict[str, float]) -> float:
+    return sum(v for k, v in requests.items() if k.split(" ", 1)[0] in ("POST", "PUT", "PATCH", "DELETE"))
 
 
 def writes_now(fleet: Fleet) -> dict[str, float]:
@@ -58,7 +64,7 @@ def writes_now(fleet: Fleet) -> dict[str, float]:
 
 def setup(fleet: Fleet, keys: list[str], interval: str) -> dict[str, Any]:
     m, interval_s = len(keys), durations.parse_seconds(interval)
-    before, api_before = writes_now(fleet), operator_requests(fleet.cluster)
+    before, api_before = writes_now(fleet), fleet.api_requests(*OBJECTS)
     t0 = time.time()
     created = create_routes(fleet.cluster, keys, fleet.host, interval)
     created_at = time.time()
@@ -77,23 +83,24 @@ def setup(fleet: Fleet, keys: list[str], interval: str) -> dict[str, Any]:
 
     wait_until(quiet, 300, "the writes to stop")
     wrote = rm.added(before, last[0])
-    api_wrote = rm.added(api_before, operator_requests(fleet.cluster))
+    api_wrote = {k: v for k, v in rm.added(api_before, fleet.api_requests(*OBJECTS)).items()
+                 if not k.startswith(("WATCH", "LIST"))}
     first = [fleet.hits.first_after(k, 0) or 0.0 for k in keys]
     return {"create_s": round(created_at - t0, 1), "all_ready_s": round(ready_at - t0, 1),
             "all_probed_s": round(probed_at - t0, 1),
             "annotation_to_first_probe_s": rm.spread([f - created[k] for f, k in zip(first, keys, strict=True)]),
             "writes": wrote, "writes_per_monitor": round(sum(wrote.values()) / m, 3),
-            "apiserver_writes": api_wrote, "apiserver_writes_per_monitor": round(sum(api_wrote.values()) / m, 3)}
+            "apiserver_requests": api_wrote, "apiserver_writes_per_monitor": round(api_writes(api_wrote) / m, 3)}
 
 
 def steady(fleet: Fleet, keys: list[str], interval_s: float, window: float) -> dict[str, Any]:
     pids = fleet.pids()
     leases0 = {k: rm.lease_requests(s) for k, s in fleet.scrapes().items()}
-    api0, load0 = operator_requests(fleet.cluster, ("leases",), reads=True), os.getloadavg()[0]
+    api0, load0 = fleet.api_requests("leases"), os.getloadavg()[0]
     cpu0, t0 = {k: measure.sample(p) for k, p in pids.items()}, time.time()
     time.sleep(window)
     cpu1, t1 = {k: measure.sample(p) for k, p in pids.items()}, time.time()
-    api1, scrapes = operator_requests(fleet.cluster, ("leases",), reads=True), fleet.scrapes()
+    api1, scrapes = fleet.api_requests("leases"), fleet.scrapes()
     w = t1 - t0
     return {
         "window_s": round(w, 1), "loadavg_1m": [round(load0, 1), round(os.getloadavg()[0], 1)],
@@ -115,10 +122,12 @@ def kills(fleet: Fleet, keys: list[str], interval_s: float, count: int) -> dict[
         live = sorted(fleet.running)
         victim = live[i % len(live)]
         owned = [k for k in keys if owner_of((NS, k), live) == victim]
+        api0 = fleet.api_requests(*OBJECTS)
         at = fleet.stop(victim, signal.SIGKILL)
         all_at = wait_until(lambda: all(fleet.hits.refresh().first_after(k, at + 1) for k in owned),  # noqa: B023
                             LEASE_DURATION + 10 + interval_s + 60, f"{victim}'s monitors probed again", every=0.2)
         times = [(fleet.hits.first_after(k, at + 1) or at) - at for k in owned]
+        detected = fleet.saw_leave(victim, at)
         time.sleep(interval_s + 1)  # one more interval: the slot after the takeover is seen too
         end = time.time()
         fleet.hits.refresh()
@@ -126,19 +135,23 @@ def kills(fleet: Fleet, keys: list[str], interval_s: float, count: int) -> dict[
                 for k in owned]
         fleet.start(victim)
         back = wait_until(lambda: fleet.settled(keys), 120, f"{victim} to take back its share")
+        time.sleep(10)  # its first probes and status writes of the share it took back
+        requests = rm.added(api0, fleet.api_requests(*OBJECTS))
         recovery += times
         missed += lost
-        runs.append({"victim": victim, "monitors": len(owned), "all_probed_again_s": round(all_at - at, 1),
-                     "recovery_s": rm.spread(times), "missed_slots": rm.histogram(lost),
-                     "rejoined_in_s": round(back - end, 1)})
-        time.sleep(10)  # its first probes of the share it took back
+        runs.append({"victim": victim, "killed_at": dt.datetime.fromtimestamp(at, dt.UTC).strftime("%H:%M:%S.%f")[:-3],
+                     "monitors": len(owned), "others_saw_it_gone_s": None if detected is None else round(detected - at, 1),
+                     "all_probed_again_s": round(all_at - at, 1), "recovery_s": rm.spread(times),
+                     "missed_slots": rm.histogram(lost), "rejoined_in_s": round(back - end, 1),
+                     "apiserver_requests": requests,
+                     "apiserver_writes_per_move": round(api_writes(requests) / (2 * len(owned)), 2)})
     return {"runs": runs, "recovery_s": rm.spread(recovery), "missed_slots": rm.histogram(missed)}
 
 
 def rolling(fleet: Fleet, keys: list[str], interval_s: float) -> dict[str, Any]:
     olds = sorted(fleet.running)
     sets, steps = [set(olds)], []
-    api0, start = operator_requests(fleet.cluster, ("leases",), reads=True), time.time()
+    api0, objects0, start = fleet.api_requests("leases"), fleet.api_requests(*OBJECTS), time.time()
     for i, old in enumerate(olds, 1):
         t = time.time()
         fleet.start(f"new-{i}")
@@ -162,7 +175,10 @@ def rolling(fleet: Fleet, keys: list[str], interval_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {"steps": steps, "settled_s": round(done - start, 1), "window_s": round(end - start, 1),
                            "moves_per_monitor": rm.histogram(moves.values()),
                            "apiserver_lease_requests_per_s": round(sum(rm.added(
-                               api0, operator_requests(fleet.cluster, ("leases",), reads=True)).values()) / (end - start), 3)}
+                               api0, fleet.api_requests("leases")).values()) / (end - start), 3)}
+    requests = rm.added(objects0, fleet.api_requests(*OBJECTS))
+    out["apiserver_requests"] = requests
+    out["apiserver_writes_per_move"] = round(api_writes(requests) / max(sum(moves.values()), 1), 2)
     for group, rows in per.items():
         out[group] = {"monitors": len(rows), "missed_slots": rm.histogram(r[1] for r in rows),
                       "more_missed_than_moves": sum(1 for r in rows if r[1] > r[0]),
@@ -182,10 +198,10 @@ def phase(args: argparse.Namespace, label: str, members: list[str], work: Path) 
         result["setup"] = setup(fleet, keys, args.interval)
         result["steady"] = steady(fleet, keys, interval_s, args.steady)
         if len(members) > 1:
-            t0, api0 = time.time(), operator_requests(fleet.cluster, ("leases",), reads=True)
+            t0, api0 = time.time(), fleet.api_requests("leases")
             result["kill"] = kills(fleet, keys, interval_s, args.kills)
             result["rolling_update"] = rolling(fleet, keys, interval_s)
-            churn = rm.added(api0, operator_requests(fleet.cluster, ("leases",), reads=True))
+            churn = rm.added(api0, fleet.api_requests("leases"))
             result["churn_apiserver_lease_requests_per_s"] = round(sum(churn.values()) / (time.time() - t0), 3)
     finally:
         fleet.close()

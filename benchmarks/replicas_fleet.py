@@ -22,7 +22,7 @@ from alert_rules import names
 from benchmarks import measure
 from benchmarks.measure import Samples
 from benchmarks.operator_bench import NS, api
-from benchmarks.replicas_math import HitLog, operator_samples
+from benchmarks.replicas_math import HitLog, apiserver_requests, member_changes, operator_samples
 from route_monitor.operator.sharding import owner_of
 from tests.support.cluster import Cluster, start_cluster
 from tests.support.operator import Operator
@@ -84,6 +84,18 @@ class Fleet:
 
     def scrapes(self) -> dict[str, Samples]:
         return {member: self.scrape(member) for member in self.running}
+
+    def api_requests(self, *resources: str) -> dict[str, float]:
+        """The apiserver's count of requests to ``resources``, ``VERB resource code`` -> n."""
+        return apiserver_requests(api(self.cluster, "GET", "/metrics").text, resources)
+
+    def saw_leave(self, member: str, since: float) -> float | None:
+        """When the last of the running replicas logged a member set without ``member`` (after ``since``)."""
+        seen = []
+        for op in self.running.values():
+            changes = member_changes(op.log_path.read_text(errors="replace").splitlines())
+            seen.append(next((t for t, live in changes if t >= since and member not in live), None))
+        return None if None in seen else max(t for t in seen if t is not None)
 
     def pids(self) -> dict[str, int]:
         """The replicas, kube-apiserver and etcd (the membership cost lands on the latter two)."""

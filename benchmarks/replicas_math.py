@@ -8,11 +8,14 @@ and from the operators' ``/metrics``: pure functions, no clock, no processes.
   (the rendezvous hashing the operator uses);
 - :func:`operator_samples`: the operator's own health series from a ``/metrics`` page, without
   parsing the thousands of per-monitor probe series (the benchmark process shares the CPUs);
-- :func:`writes`: the operator's API writes by ``verb resource`` from ``route_monitor_kube_requests_total``.
+- :func:`writes`: the operator's API writes by ``verb resource`` from ``route_monitor_kube_requests_total``;
+  :func:`apiserver_requests`: the apiserver's own count, by verb, resource and code;
+- :func:`member_changes`: when a replica saw the member set change, from its log.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -140,4 +143,35 @@ def histogram(values: Iterable[int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in sorted(values):
         out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
+def apiserver_requests(page: str, resources: Iterable[str]) -> dict[str, float]:
+    """``VERB resource[/subresource] code`` -> count, from the apiserver's ``apiserver_request_total``."""
+    wanted = set(resources)
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(
+            "\n".join(line for line in page.splitlines() if line.startswith("apiserver_request_total{")) + "\n"):
+        for s in family.samples:
+            lab = s.labels
+            if lab.get("resource") in wanted:
+                sub = f"/{lab['subresource']}" if lab.get("subresource") else ""
+                key = f"{lab.get('verb')} {lab['resource']}{sub} {lab.get('code')}"
+                out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+MEMBERS_LINE = " live members: "
+
+
+def member_changes(lines: Iterable[str]) -> list[tuple[float, frozenset[str]]]:
+    """(unix time, live members) of each ``live members: a, b (were ...)`` line of an operator log
+    (``%(asctime)s`` is local time, as ``datetime.timestamp`` reads a naive one)."""
+    out = []
+    for line in lines:
+        if MEMBERS_LINE not in line:
+            continue
+        stamp = dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        members = line.split(MEMBERS_LINE, 1)[1].split(" (were", 1)[0]
+        out.append((stamp, frozenset(m.strip() for m in members.split(","))))
     return out
