@@ -204,6 +204,7 @@ def phase(args: argparse.Namespace, label: str, members: list[str], work: Path) 
             churn = rm.added(api0, fleet.api_requests("leases"))
             result["churn_apiserver_lease_requests_per_s"] = round(sum(churn.values()) / (time.time() - t0), 3)
     finally:
+        result["failed_starts"] = fleet.failed_starts
         fleet.close()
     return result
 

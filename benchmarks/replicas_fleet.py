@@ -42,12 +42,20 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str, every: float
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def _answers(op: Operator) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{op.metrics_port}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 class Fleet:
     def __init__(self, work: Path) -> None:
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         self.cluster: Cluster = start_cluster(work)
         self.running: dict[str, Operator] = {}
+        self.failed_starts: list[dict[str, object]] = []
         self.target: subprocess.Popen[str] | None = None
         try:
             api(self.cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -63,11 +71,25 @@ class Fleet:
         self.hits = HitLog(work / "hits.log")
 
     def start(self, member: str, timeout: float = 180) -> Operator:
-        op = Operator(self.cluster, self.work / f"{member}-{time.monotonic_ns()}.log",
-                      ("--member-name", member, "--lease-namespace", LEASE_NS))
-        op.start(timeout)
-        self.running[member] = op
-        return op
+        """Start a replica and wait until it is ready. One that exits while starting is started
+        once more and the failure is recorded in :attr:`failed_starts` (with its log's last line)."""
+        for attempt in (1, 2):
+            op = Operator(self.cluster, self.work / f"{member}-{time.monotonic_ns()}.log",
+                          ("--member-name", member, "--lease-namespace", LEASE_NS))
+            op.spawn()
+            assert op.proc is not None
+            deadline = time.monotonic() + timeout
+            while op.proc.poll() is None and not _answers(op):
+                if time.monotonic() > deadline:
+                    op.stop()
+                    raise TimeoutError(f"{member} not ready within {timeout:.0f}s (log: {op.log_path})")
+                time.sleep(0.1)
+            if op.proc.poll() is None:
+                self.running[member] = op
+                return op
+            self.failed_starts.append({"member": member, "attempt": attempt, "at": time.strftime("%H:%M:%S"),
+                                       "exit": op.proc.returncode, "last_log_line": op.log(1)})
+        raise RuntimeError(f"{member} exited twice while starting (log: {op.log_path})")
 
     def stop(self, member: str, sig: int = signal.SIGTERM) -> float:
         """Signal one replica and wait for it to exit; returns the wall time the signal was sent."""

@@ -7,7 +7,8 @@ whose window is not over yet is not judged); the longest gap; owner moves over m
 the operator's own rendezvous hashing (a member joining then leaving moves a monitor twice or
 not at all); the request log read incrementally (a half-written line waits); the operator's
 health series picked out of a ``/metrics`` page without the probe series, and the writes a
-monitor costs summed from them; the real target server logging each request's path.
+monitor costs summed from them; the apiserver's request counts by verb, resource and code; the
+member sets a replica logged; the real target server logging each request's path.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.sharding import owner_of
 from tests.support.net import wait_for
 
-I = 30.0
+INTERVAL = 30.0
 
 
 @pytest.mark.parametrize(("times", "end", "expected"), [
@@ -37,7 +38,7 @@ I = 30.0
     pytest.param([], 136, (4, 0), id="never-probed-misses-every-slot"),
 ])
 def test_missed_slots_on_the_monitors_own_grid(times: list[float], end: float, expected: tuple[int, int]) -> None:
-    assert rm.missed_slots(times, anchor=0.4, interval=I, end=end) == expected
+    assert rm.missed_slots(times, anchor=0.4, interval=INTERVAL, end=end) == expected
 
 
 def test_max_gap_counts_the_edges_of_the_window() -> None:
@@ -81,6 +82,33 @@ def test_operator_series_and_writes_from_a_metrics_page() -> None:
     assert rm.writes(samples) == {"create routemonitors": 3, "patch routemonitors/status": 6,
                                   "create prometheusrules": 3, "create events": 1}
     assert rm.lease_requests(samples) == 42
+
+
+def test_apiserver_requests_by_verb_resource_and_code() -> None:
+    page = (
+        '# TYPE apiserver_request_total counter\n'
+        'apiserver_request_total{code="409",component="apiserver",group="monitoring.coreos.com",resource="prometheusrules",'
+        'scope="resource",subresource="",verb="POST",version="v1"} 7\n'
+        'apiserver_request_total{code="200",component="apiserver",group="routemonitor.io",resource="routemonitors",'
+        'scope="resource",subresource="status",verb="PATCH",version="v1"} 5\n'
+        'apiserver_request_total{code="200",component="apiserver",group="",resource="pods",'
+        'scope="namespace",subresource="",verb="LIST",version="v1"} 9\n'
+        'apiserver_request_duration_seconds_count{resource="routemonitors",verb="PATCH"} 5\n')
+    assert rm.apiserver_requests(page, ["routemonitors", "prometheusrules"]) == {
+        "POST prometheusrules 409": 7, "PATCH routemonitors/status 200": 5}
+
+
+def test_member_sets_from_an_operator_log() -> None:
+    lines = [
+        "2026-11-23 10:53:11,335 INFO route_monitor.operator.membership: live members: replica-2, replica-3 "
+        "(were replica-1, replica-2, replica-3)",
+        "2026-11-23 10:53:11,374 INFO route_monitor.operator.supervisor: 2 live replicas: this one gains 521 monitors",
+        "2026-11-23 10:54:09,707 INFO route_monitor.operator.membership: live members: replica-1, replica-2, replica-3 "
+        "(were replica-2, replica-3)",
+    ]
+    changes = rm.member_changes(lines)
+    assert [members for _, members in changes] == [{"replica-2", "replica-3"}, {"replica-1", "replica-2", "replica-3"}]
+    assert changes[1][0] - changes[0][0] == pytest.approx(58.372)
 
 
 def test_the_target_server_logs_each_request_path(tmp_path: Path) -> None:
