@@ -5,13 +5,16 @@ answers any request on any path with ``200 ok`` and ``Connection: close``. Targe
 URLs (``http://127.0.0.1:PORT/t/N``), spread over the ports so that a fresh connection per probe
 never runs out of local ports (each port is its own 4-tuple space).
 
-    python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR]
+    python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR] [--log FILE]
 
 prints one JSON line ``{"http": [ports], "https": [ports], "https-ecdsa": [ports], "https-rsa": [ports],
 "ca": "DIR/ca.pem"}`` when ready and serves until SIGTERM/SIGINT. With ``--tls-ports`` it makes
 trustme CAs and certificates for ``127.0.0.1``/``localhost`` (:func:`tls_contexts`: ECDSA P-256
 signed by the root, and ECDSA P-256 and RSA-2048 behind an intermediate) and writes the roots to
 ``DIR/ca.pem`` (one bundle, trusted by both sides).
+With ``--log`` it appends one line per request to FILE, ``<unix time, ms> <path>``, as the
+request head arrives (line-buffered: a reader sees a probe within milliseconds); the replicas
+benchmark reads it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import json
 import signal
 import ssl
 import sys
+import time
 from pathlib import Path
+from typing import TextIO
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -52,6 +57,21 @@ class OkProtocol(asyncio.Protocol):
             self.transport.close()
 
 
+class LoggingProtocol(OkProtocol):
+    """:class:`OkProtocol` that also logs ``<time> <path>`` of each request to ``sink``."""
+
+    __slots__ = ()
+    sink: TextIO | None = None
+
+    def data_received(self, data: bytes) -> None:
+        complete = b"\r\n\r\n" not in self.buffer and b"\r\n\r\n" in self.buffer + data
+        if complete and self.sink is not None:
+            parts = (self.buffer + data).split(b" ", 2)
+            path = parts[1].decode("latin-1") if len(parts) > 2 else "-"
+            self.sink.write(f"{time.time():.3f} {path}\n")
+        super().data_received(data)
+
+
 def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
     """Server contexts by scheme key and the CA bundle trusting all of them (the roots only).
 
@@ -79,7 +99,8 @@ def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
     return contexts, ca_path
 
 
-async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1") -> None:
+async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1",
+                log: Path | None = None) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -88,15 +109,19 @@ async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str =
     http_ports: list[int] = []
     tls_ports_by_key: dict[str, list[int]] = {"https": [], "https-ecdsa": [], "https-rsa": []}
     ca_path: Path | None = None
+    protocol: type[OkProtocol] = OkProtocol
+    if log is not None:
+        LoggingProtocol.sink = open(log, "a", buffering=1)  # noqa: SIM115 - lives as long as the server
+        protocol = LoggingProtocol
     for _ in range(ports):
-        srv = await loop.create_server(OkProtocol, host, 0, backlog=4096)
+        srv = await loop.create_server(protocol, host, 0, backlog=4096)
         servers.append(srv)
         http_ports.append(srv.sockets[0].getsockname()[1])
     if tls_ports:
         contexts, ca_path = tls_contexts(tls_dir or Path("."))
         for key, ctx in contexts.items():
             for _ in range(tls_ports):
-                srv = await loop.create_server(OkProtocol, host, 0, ssl=ctx, backlog=4096)
+                srv = await loop.create_server(protocol, host, 0, ssl=ctx, backlog=4096)
                 servers.append(srv)
                 tls_ports_by_key[key].append(srv.sockets[0].getsockname()[1])
     ready = {"http": http_ports, **tls_ports_by_key, "ca": str(ca_path) if ca_path else None}
@@ -104,6 +129,8 @@ async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str =
     await stop.wait()
     for srv in servers:
         srv.close()
+    if LoggingProtocol.sink is not None:
+        LoggingProtocol.sink.close()
 
 
 def target_urls(ready: dict[str, object], count: int, *, scheme: str = "http", host: str = "127.0.0.1") -> list[str]:
@@ -120,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ports", type=int, default=8, help="plain HTTP ports (default 8)")
     p.add_argument("--tls-ports", type=int, default=0, help="HTTPS ports per certificate key type (default 0)")
     p.add_argument("--tls-dir", type=Path, help="where ca.pem is written (with --tls-ports)")
+    p.add_argument("--log", type=Path, help="append `<unix time> <path>` of every request to this file")
     args = p.parse_args(argv)
-    asyncio.run(serve(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir))
+    asyncio.run(serve(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir, log=args.log))
     return 0
 
 

@@ -46,7 +46,12 @@ class Operator:
     health_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, timeout: float = 30) -> None:
+        self.spawn()
+        wait_for(self.ready, timeout=timeout, what=f"operator /readyz (log: {self.log_path})")
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it to be ready."""
         env = {**os.environ, "KUBECONFIG": str(self.cluster.operator_kubeconfig)}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
@@ -54,7 +59,6 @@ class Operator:
              "--health-port", str(self.health_port), *self.args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         log.close()
-        wait_for(self.ready, timeout=30, what=f"operator /readyz (log: {self.log_path})")
 
     def ready(self) -> bool:
         assert self.proc is not None
