@@ -56,3 +56,15 @@ def test_bad_rule_flags_are_one_clear_error(argv: tuple[str, ...], capsys: pytes
     err = capsys.readouterr().err
     assert "expected" in err
     assert "pw" not in err, "a credential was echoed"
+
+
+def test_a_watch_kopf_gave_up_on_restarts_the_operator_in_process_but_a_bug_does_not() -> None:
+    """kopf ends the operator when one watch fails for good (a CRD's API answering 404 for a few
+    seconds after an apiserver restart was seen in the chaos tests): the operator starts again in
+    the same process; any other exception still ends it."""
+    from kopf._cogs.clients.errors import APINotFoundError
+
+    from route_monitor.commands.operator import watch_failure
+
+    assert watch_failure(APINotFoundError("404 page not found", status=404, headers={}))
+    assert not watch_failure(KeyError("a bug of ours"))

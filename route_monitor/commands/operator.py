@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 
 import kopf
@@ -164,4 +165,23 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning, line in extra_trust.notes():
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
-    return asyncio.run(serve(settings, tls=tls))
+    while True:
+        try:
+            return asyncio.run(serve(settings, tls=tls))
+        except Exception as e:
+            if not watch_failure(e):
+                raise
+            # kopf ends the whole operator when one watch fails for good (e.g. a CRD's API answering
+            # 404 for the seconds after an apiserver restart): start again in this process instead
+            # of exiting into a crash loop; the Lease was handed over meanwhile
+            log.error("a Kubernetes watch failed (%s: %s); starting again in %.0f s", type(e).__name__, e,
+                      RESTART_DELAY)
+            time.sleep(RESTART_DELAY)
+
+
+RESTART_DELAY = 5.0
+
+
+def watch_failure(error: BaseException) -> bool:
+    """An error of kopf's API client (a watch it gave up on), not a bug of ours."""
+    return type(error).__module__.startswith("kopf._cogs.clients")
