@@ -68,3 +68,15 @@ def test_a_watch_kopf_gave_up_on_restarts_the_operator_in_process_but_a_bug_does
 
     assert watch_failure(APINotFoundError("404 page not found", status=404, headers={}))
     assert not watch_failure(KeyError("a bug of ours"))
+
+
+def test_a_stop_while_waiting_to_start_again_is_a_clean_stop() -> None:
+    import os
+    import signal
+    import threading
+
+    from route_monitor.commands.operator import stopped_while_waiting
+
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    assert stopped_while_waiting(10) is True
+    assert stopped_while_waiting(0.05) is False

@@ -12,8 +12,9 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
-import time
+import threading
 from collections.abc import Mapping
 
 import kopf
@@ -176,10 +177,23 @@ def run(args: argparse.Namespace) -> int:
             # of exiting into a crash loop; the Lease was handed over meanwhile
             log.error("a Kubernetes watch failed (%s: %s); starting again in %.0f s", type(e).__name__, e,
                       RESTART_DELAY)
-            time.sleep(RESTART_DELAY)
+            if stopped_while_waiting(RESTART_DELAY):
+                return 0
 
 
 RESTART_DELAY = 5.0
+
+
+def stopped_while_waiting(seconds: float) -> bool:
+    """Wait before starting again; a SIGTERM/SIGINT meanwhile is a clean stop (exit 0), as it is
+    while running."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return stop.wait(seconds)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def watch_failure(error: BaseException) -> bool:
