@@ -2,7 +2,8 @@
 
 - ``route_monitor_monitors{state}``: RouteMonitors by state (every state always present);
 - ``route_monitor_reconcile_errors_total{reason}``: failed reconciles (retried with backoff);
-- ``route_monitor_kube_requests_total{verb,resource}``: writes to the Kubernetes API;
+- ``route_monitor_kube_requests_total{verb,resource}``: requests the operator makes itself (writes, and
+  the reads and Lease lists/watches outside kopf's watches);
 - ``route_monitor_status_writes_deferred_total``: status writes postponed by the rate bound;
 - replicas: ``route_monitor_members`` (live replicas seen), ``route_monitor_owned_monitors``,
   ``route_monitor_ownership_changes_total{change=gained|lost}``,
@@ -30,8 +31,9 @@ class OperatorMetrics:
         self._states: dict[tuple[str, str], str] = {}
         self.reconcile_errors = Counter(names.RECONCILE_ERRORS_TOTAL, "Reconciles of a monitor that failed "
                                         "(retried with backoff), by reason", ["reason"], registry=registry)
-        self.kube_requests = Counter(names.KUBE_REQUESTS_TOTAL, "Writes made to the Kubernetes API, by verb "
-                                     "and resource", ["verb", "resource"], registry=registry)
+        self.kube_requests = Counter(names.KUBE_REQUESTS_TOTAL, "Requests the operator makes to the Kubernetes "
+                                     "API outside kopf's watches, by verb and resource", ["verb", "resource"],
+                                     registry=registry)
         self.status_deferred = Counter(names.STATUS_WRITES_DEFERRED_TOTAL, "RouteMonitor status writes "
                                        "postponed to keep within the per-monitor rate bound", registry=registry)
         self.members = Gauge(names.MEMBERS, "Operator replicas this replica sees live (itself included)",
