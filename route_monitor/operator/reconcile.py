@@ -115,13 +115,7 @@ class Reconciler:
         and when it comes back here, status is checked afresh. What is known of its PrometheusRule
         (uid, version, content) is kept: a later write is pinned to that version, so a stale entry
         costs one refused write, never a write over someone else's change."""
-        self.engine.remove_monitor(key)
-        self._valid.discard(key)
-        if self.credentials is not None:
-            self.credentials.forget(key)
-        for cache in (self.results, self._written, self._written_at, self._monitor_warned):
-            cache.pop(key, None)
-        self.metrics.set_state(key, None)
+        self._stop(key)
         self._warned.pop(key, None)
 
     def start_probing(self, key: Key) -> None:
@@ -175,15 +169,20 @@ class Reconciler:
             log.info("deleting RouteMonitor %s/%s: its annotation was removed", *key)
             await self.kube.delete_monitor(key[0], key[1], ownership.uid_of(existing))
 
-    def _forget(self, key: Key) -> None:
+    def _stop(self, key: Key) -> None:
+        """No probing, no credential watch, nothing remembered of what was written for ``key``."""
         self.engine.remove_monitor(key)
         self._valid.discard(key)
-        self.rules.forget(key)
         if self.credentials is not None:
             self.credentials.forget(key)
         for cache in (self.results, self._written, self._written_at, self._monitor_warned):
             cache.pop(key, None)
         self.metrics.set_state(key, None)
+
+    def _forget(self, key: Key) -> None:
+        """The monitor is gone: also what is known of its PrometheusRule (garbage-collected with it)."""
+        self._stop(key)
+        self.rules.forget(key)
 
     async def _monitor(self, key: Key) -> None:
         body = self.world.monitors.get(key)
