@@ -1,9 +1,10 @@
 """``route-monitor operator``: run in a cluster (Contract 5).
 
 Wires the parts together: kopf (watches) -> supervisor (reconciles) -> probe engine, Kubernetes
-writes (lightkube, server-side apply as ``route-monitor``), ``/metrics`` + ``/readyz`` on the
-metrics port and kopf's ``/healthz`` on the health port. Credentials: the in-cluster service
-account, else ``$KUBECONFIG`` / ``~/.kube/config``. Stops cleanly on SIGTERM/SIGINT.
+writes (lightkube, as ``route-monitor``: created, then replaced pinned to the version read),
+``/metrics`` + ``/readyz`` on the metrics port and kopf's ``/healthz`` on the health port.
+Credentials: the in-cluster service account, else ``$KUBECONFIG`` / ``~/.kube/config``. Stops
+cleanly on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
