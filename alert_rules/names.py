@@ -26,6 +26,8 @@ RECONCILE_ERRORS_TOTAL: Final = "route_monitor_reconcile_errors_total"
 SCHEDULE_LAG_SECONDS: Final = "route_monitor_probe_schedule_lag_seconds"
 EVENT_LOOP_LAG_SECONDS: Final = "route_monitor_event_loop_lag_seconds"
 PROBES_IN_FLIGHT: Final = "route_monitor_probes_in_flight"
+ASYNCIO_TASKS: Final = "route_monitor_asyncio_tasks"
+"""asyncio tasks alive in the process (sampled by the event-loop lag watcher): flat in a healthy process."""
 PROBES_SKIPPED_TOTAL: Final = "route_monitor_probes_skipped_total"
 KUBE_REQUESTS_TOTAL: Final = "route_monitor_kube_requests_total"
 """Requests the operator makes to the Kubernetes API itself, by verb and resource: every write, and the

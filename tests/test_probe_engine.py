@@ -164,6 +164,8 @@ async def test_engine_health_metrics_are_exported(run: Run, targets: Targets) ->
     assert run.value(names.EVENT_LOOP_LAG_SECONDS + "_count") >= 1
     assert run.value(names.PROBES_SKIPPED_TOTAL) == 0
     assert run.value(names.PROBES_IN_FLIGHT) is not None
+    tasks = run.value(names.ASYNCIO_TASKS)
+    assert tasks is not None and 2 <= tasks < 20  # the monitor's worker, the lag watcher, the test itself
 
 
 @pytest.mark.skipif(not shutil.which("promtool"), reason="promtool not installed (scripts/bootstrap.sh installs it)")

@@ -82,7 +82,8 @@ class ProbeEngine:
     async def start(self) -> None:
         self._started = True
         self._lag_task = asyncio.create_task(guard("event-loop lag watcher", lambda: watch_loop_lag(
-            self.metrics.event_loop_lag.observe, every=self._loop_lag_every)))
+            self.metrics.event_loop_lag.observe, every=self._loop_lag_every,
+            count_tasks=self.metrics.asyncio_tasks.set)))
         for worker in self._workers.values():
             self._launch(worker)
 

@@ -117,10 +117,14 @@ async def guard(name: str, factory: Callable[[], Awaitable[None]], *, backoff: f
             await asyncio.sleep(backoff)
 
 
-async def watch_loop_lag(observe: Callable[[float], None], *, every: float = 0.5) -> None:
-    """Sleep ``every`` seconds, forever, and observe how much later than asked the loop woke us."""
+async def watch_loop_lag(observe: Callable[[float], None], *, every: float = 0.5,
+                         count_tasks: Callable[[int], None] | None = None) -> None:
+    """Sleep ``every`` seconds, forever, and observe how much later than asked the loop woke us;
+    also hand ``count_tasks`` the number of asyncio tasks alive (read on the loop's own thread)."""
     loop = asyncio.get_running_loop()
     while True:
         start = loop.time()
         await asyncio.sleep(every)
         observe(max(0.0, loop.time() - start - every))
+        if count_tasks is not None:
+            count_tasks(len(asyncio.all_tasks(loop)))
