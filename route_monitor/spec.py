@@ -230,9 +230,8 @@ def _target(value: object, field: str, c: Collect) -> Target:
         if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
             raise InvalidSpec(f"{field}.url", urls.redact(url) if isinstance(url, str) else url,
                               "expected an absolute http:// or https:// URL")
-        problem = urls.url_problem(url)
-        if problem is not None:
-            raise InvalidSpec(f"{field}.url", urls.redact(url), problem)
+        for problem in urls.url_problems(url):
+            c.add(f"{field}.url", urls.redact(url), problem)
         return UrlTarget(url=url)
     cls = next(r for r in _REFS if r.field == key)
     ref = _map(t[key], f"{field}.{key}")
