@@ -3,7 +3,7 @@
 An invalid object raises one :class:`alert_rules.model.InvalidSpec` carrying every field error
 it has (each naming the field path, the value and what is accepted), so a user fixes them all
 in one round; a check that depends on a field in error is skipped (``alert_rules.fielderrors``).
-Defaults live here and nowhere else.
+Defaults live here and nowhere else (``spec.probe``'s in :mod:`route_monitor.probespec`).
 """
 
 from __future__ import annotations
@@ -26,19 +26,14 @@ from alert_rules.model import (
     parse_duration_ms,
     parse_percent,
 )
-from route_monitor import bodyregex, urls
+from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
-from route_monitor.requestspec import RequestOptions, parse_request
+from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
+from route_monitor.probespec import ProbeSettings as ProbeSettings
+from route_monitor.probespec import boolean, mapping, probe_settings
 
-METHODS = ("GET", "HEAD", "POST", "OPTIONS")
-DEFAULT_INTERVAL_MS = 30_000
-DEFAULT_TIMEOUT_MS = 10_000
-DEFAULT_MAX_REDIRECTS = 10
-DEFAULT_MAX_BODY_BYTES = 1 << 20
-DEFAULT_WARMUP_MS = 600_000
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 
 
 @dataclass(frozen=True)
@@ -107,27 +102,6 @@ TARGET_FIELDS = (*(r.field for r in _REFS), UrlTarget.field)
 
 
 @dataclass(frozen=True)
-class ProbeSettings:
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    method: str = "GET"
-    expected_status: tuple[tuple[int, int], ...] = ((200, 399),)
-    """Inclusive status ranges that count as success."""
-    body_regex: str | None = None
-    insecure_skip_verify: bool = False
-    max_redirects: int = DEFAULT_MAX_REDIRECTS
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    request: RequestOptions = field(default_factory=RequestOptions)
-    """Headers, auth and TLS references (Contract 8, ``route_monitor.requestspec``)."""
-    warmup_ms: int = DEFAULT_WARMUP_MS
-    """Contract 9: after creation or a URL change, results are excluded until the first success or
-    until this has passed; 0 turns warm-up off."""
-
-    def status_ok(self, status: int) -> bool:
-        return any(lo <= status <= hi for lo, hi in self.expected_status)
-
-
-@dataclass(frozen=True)
 class MonitorSpec:
     namespace: str
     name: str
@@ -153,21 +127,13 @@ class MonitorSpec:
                           interval_ms=self.probe.interval_ms, alerting=self.alerting)
 
 
-def _map(value: object, field: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidSpec(field, value, "expected a mapping")
-    return value
-
-
 def _keys(m: Mapping[Any, Any]) -> list[str]:
     """What a mapping holds, for a message: its keys only (a value may hold credentials)."""
     return sorted(str(k)[:60] for k in m)
 
 
 def _str_map(value: object, field: str) -> tuple[tuple[str, str], ...]:
-    m = _map(value, field)
+    m = mapping(value, field)
     c = Collect()
     for k, v in m.items():
         if not isinstance(v, str):
@@ -176,50 +142,12 @@ def _str_map(value: object, field: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), v) for k, v in m.items()))
 
 
-def _bool(value: object, field: str, default: bool) -> bool:
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InvalidSpec(field, value, "expected true or false")
-    return value
-
-
-def _status_range(item: object, field: str) -> tuple[int, int]:
-    m = _STATUS.match(str(item).strip())
-    if not m:
-        raise InvalidSpec(field, item, 'expected a status, a range or a class: "200", "200-399", "2xx"')
-    if m.group(1):
-        lo, hi = int(m.group(1)) * 100, int(m.group(1)) * 100 + 99
-    else:
-        lo = int(m.group(2))
-        hi = int(m.group(3) or lo)
-    if not (100 <= lo <= hi <= 599):
-        raise InvalidSpec(field, item, "statuses are 100-599, low before high")
-    return lo, hi
-
-
-def parse_status_ranges(value: object, field: str) -> tuple[tuple[int, int], ...]:
-    """``["200-399", "404", "5xx"]`` -> inclusive ranges; every bad item is reported."""
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise InvalidSpec(field, value, "at least one expected status is needed")
-    c = Collect()
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(_status_range(item, f"{field}[{i}]"))
-        except InvalidSpec as e:
-            c.take(e)
-    c.done()
-    return tuple(out)
-
-
 def parse_target(value: object, field: str = "spec.target") -> Target:
     return collecting(lambda c: _target(value, field, c))
 
 
 def _target(value: object, field: str, c: Collect) -> Target:
-    t = _map(value, field)
+    t = mapping(value, field)
     present = [k for k in TARGET_FIELDS if t.get(k) is not None]
     if len(present) != 1:
         *head, last = TARGET_FIELDS
@@ -234,7 +162,7 @@ def _target(value: object, field: str, c: Collect) -> Target:
             c.add(f"{field}.url", urls.redact(url), problem)
         return UrlTarget(url=url)
     cls = next(r for r in _REFS if r.field == key)
-    ref = _map(t[key], f"{field}.{key}")
+    ref = mapping(t[key], f"{field}.{key}")
     name = ref.get("name")
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
         c.add(f"{field}.{key}.name", name, f"expected the name of a {_REF_WHAT[cls.kind]} in the same namespace")
@@ -257,74 +185,6 @@ def _target(value: object, field: str, c: Collect) -> Target:
     return IngressRef(name=name, host=host) if cls is IngressRef else HTTPRouteRef(name=name, host=host)
 
 
-def _interval(value: object, field: str) -> int:
-    interval = parse_duration_ms(value, field)
-    if interval < 1000:
-        raise InvalidSpec(field, value, "must be at least 1s")
-    return interval
-
-
-def _method(value: object, field: str) -> str:
-    method = str(value).upper()
-    if method not in METHODS:
-        raise InvalidSpec(field, value, f"expected one of {', '.join(METHODS)}")
-    return method
-
-
-def _body_regex(value: object, field: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidSpec(field, value, "must be a string")
-    try:
-        bodyregex.compile_pattern(value)
-    except bodyregex.PatternError as e:
-        raise InvalidSpec(field, value, f"not a valid regular expression: {e}") from None
-    return value
-
-
-def _warmup(value: object, field: str) -> int:
-    if value is None:
-        return DEFAULT_WARMUP_MS
-    if isinstance(value, str) and re.fullmatch(r"0+(ms|[smhdwy])?", value) is not None:
-        return 0
-    return parse_duration_ms(value, field)
-
-
-def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
-    return collecting(lambda c: probe_settings(value, field, c))
-
-
-def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
-    """``spec.probe`` with every field error kept in ``c`` (the settings returned then hold
-    fallbacks, never used: ``c.done()`` raises)."""
-    p = c.get(lambda: _map(value, field), _EMPTY)
-    interval = c.get(lambda: _interval(p.get("interval", "30s"), f"{field}.interval"), DEFAULT_INTERVAL_MS)
-    if "timeout" in p:
-        timeout = c.get(lambda: parse_duration_ms(p["timeout"], f"{field}.timeout"), DEFAULT_TIMEOUT_MS)
-    else:
-        timeout = min(DEFAULT_TIMEOUT_MS, interval * 4 // 5)
-    if timeout >= interval and not c.failed(f"{field}.interval", f"{field}.timeout"):
-        c.add(f"{field}.timeout", p.get("timeout"), f"must be shorter than the interval ({p.get('interval', '30s')})")
-    method = c.get(lambda: _method(p.get("method", "GET"), f"{field}.method"), "")
-    body_regex = c.get(lambda: _body_regex(p.get("bodyRegex"), f"{field}.bodyRegex"), None)
-    if body_regex is not None and method == "HEAD":
-        c.add(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
-    tls = c.get(lambda: _map(p.get("tls"), f"{field}.tls"), _EMPTY)
-    return ProbeSettings(
-        interval_ms=interval,
-        timeout_ms=timeout,
-        method=method,
-        expected_status=c.get(lambda: parse_status_ranges(p.get("expectedStatus", ["200-399"]),
-                                                          f"{field}.expectedStatus"), ((200, 399),)),
-        body_regex=body_regex,
-        insecure_skip_verify=c.get(lambda: _bool(tls.get("insecureSkipVerify"), f"{field}.tls.insecureSkipVerify",
-                                                 False), False),
-        request=c.get(lambda: parse_request(p, field), RequestOptions()),
-        warmup_ms=c.get(lambda: _warmup(p.get("warmup"), f"{field}.warmup"), DEFAULT_WARMUP_MS),
-    )
-
-
 _FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))
 _EMPTY: Mapping[str, Any] = {}
 _NO_TARGET: Target = UrlTarget("")
@@ -338,7 +198,7 @@ def parse_objective(value: object, field: str = "spec.slo") -> Objective:
 
 def objective_of(value: object, field: str, c: Collect) -> Objective:
     """``spec.slo`` with every field error kept in ``c``."""
-    s = c.get(lambda: _map(value, field), None)
+    s = c.get(lambda: mapping(value, field), None)
     if s is None:
         return _FALLBACK_OBJECTIVE
     if "availability" not in s:
@@ -347,7 +207,7 @@ def objective_of(value: object, field: str, c: Collect) -> Objective:
                          _FALLBACK_OBJECTIVE.availability) if "availability" in s else _FALLBACK_OBJECTIVE.availability
     period = c.get(lambda: parse_duration_ms(s.get("period", "30d"), f"{field}.period"), DEFAULT_PERIOD_MS)
     latency = None
-    lat = c.get(lambda: _map(s["latency"], f"{field}.latency"), None) if s.get("latency") is not None else None
+    lat = c.get(lambda: mapping(s["latency"], f"{field}.latency"), None) if s.get("latency") is not None else None
     if lat is not None:
         for k in ("threshold", "objective"):
             if k not in lat:
@@ -366,10 +226,10 @@ def parse_alerting(value: object, field: str = "spec.alerting") -> Alerting:
 
 
 def _alerting(value: object, field: str, c: Collect) -> Alerting:
-    a = _map(value, field)
+    a = mapping(value, field)
     return Alerting(
-        page=c.get(lambda: _bool(a.get("page"), f"{field}.page", True), True),
-        ticket=c.get(lambda: _bool(a.get("ticket"), f"{field}.ticket", True), True),
+        page=c.get(lambda: boolean(a.get("page"), f"{field}.page", True), True),
+        ticket=c.get(lambda: boolean(a.get("ticket"), f"{field}.ticket", True), True),
         labels=c.get(lambda: _str_map(a.get("labels"), f"{field}.labels"), ()),
         annotations=c.get(lambda: _str_map(a.get("annotations"), f"{field}.annotations"), ()),
     )
@@ -404,11 +264,11 @@ def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "defa
 
 
 def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) -> MonitorSpec:
-    meta = c.get(lambda: _map(obj.get("metadata"), "metadata"), None)
+    meta = c.get(lambda: mapping(obj.get("metadata"), "metadata"), None)
     name = c.get(lambda: _name(meta.get("name")), "") if meta is not None else ""
     namespace = (c.get(lambda: _namespace(meta.get("namespace") or default_namespace), "")
                  if meta is not None else "")
-    spec = c.get(lambda: _map(obj.get("spec"), "spec"), None)
+    spec = c.get(lambda: mapping(obj.get("spec"), "spec"), None)
     if spec is None:  # nothing under it can be read: no noise about each missing field
         return MonitorSpec(namespace=namespace, name=name, target=UrlTarget(""))
     probe = probe_settings(spec.get("probe"), "spec.probe", c)
@@ -418,7 +278,7 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
             and not c.failed("spec.slo.latency")):
         c.add("spec.slo.latency.threshold", objective.latency.threshold_ms,
               f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
-    annotations = c.get(lambda: _map((meta or {}).get("annotations"), "metadata.annotations"), _EMPTY)
+    annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), _EMPTY)
     windows, paused = _maintenance(spec, annotations, c)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
@@ -437,7 +297,7 @@ def _maintenance(spec: Mapping[str, Any], annotations: Mapping[str, Any],
     if names.ANN_MAINTENANCE in annotations:
         windows += c.get(lambda: annotation_windows(annotations[names.ANN_MAINTENANCE],
                                                     f"metadata.annotations[{names.ANN_MAINTENANCE}]"), _NO_WINDOWS)
-    paused = c.get(lambda: _bool(spec.get("paused"), "spec.paused", False), False)
+    paused = c.get(lambda: boolean(spec.get("paused"), "spec.paused", False), False)
     if names.ANN_PAUSED in annotations:
         paused = c.get(lambda: parse_paused(annotations[names.ANN_PAUSED],
                                             f"metadata.annotations[{names.ANN_PAUSED}]"), False) or paused
