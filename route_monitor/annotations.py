@@ -119,12 +119,14 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
         },
         "spec": spec,
     }
+    omitted = 0
     try:
         parse_routemonitor(manifest)
     except InvalidSpec as e:
         errors.extend(_as_annotation(error, ann) for error in e.errors)
+        omitted = e.omitted
     if errors:
-        raise InvalidSpec.of(errors)
+        raise InvalidSpec.of(errors, omitted)
     return manifest
 
 
