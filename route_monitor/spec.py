@@ -23,6 +23,7 @@ from alert_rules.model import (
     LatencyObjective,
     MonitorSLO,
     Objective,
+    echo,
     parse_duration_ms,
     parse_percent,
 )
@@ -156,7 +157,7 @@ def _target(value: object, field: str, c: Collect) -> Target:
     if key == UrlTarget.field:
         url = t[key]
         if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
-            raise InvalidSpec(f"{field}.url", urls.redact(url) if isinstance(url, str) else url,
+            raise InvalidSpec(f"{field}.url", urls.redact(url if isinstance(url, str) else echo(url)),
                               "expected an absolute http:// or https:// URL")
         for problem in urls.url_problems(url):
             c.add(f"{field}.url", urls.redact(url), problem)
@@ -271,6 +272,8 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
     spec = c.get(lambda: mapping(obj.get("spec"), "spec"), None)
     if spec is None:  # nothing under it can be read: no noise about each missing field
         return MonitorSpec(namespace=namespace, name=name, target=UrlTarget(""))
+    target = c.get(lambda: parse_target(spec.get("target")), _NO_TARGET)  # in the order a manifest is written
+    path = c.get(lambda: _path(spec.get("path")), None)
     probe = probe_settings(spec.get("probe"), "spec.probe", c)
     objective = objective_of(spec.get("slo"), "spec.slo", c)
     timeout_known = not (c.failed("spec.probe.interval", "spec.probe.timeout") or c.has("spec.probe"))
@@ -282,8 +285,7 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
     windows, paused = _maintenance(spec, annotations, c)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
-        namespace=namespace, name=name, target=c.get(lambda: parse_target(spec.get("target")), _NO_TARGET),
-        path=c.get(lambda: _path(spec.get("path")), None), probe=probe, objective=objective,
+        namespace=namespace, name=name, target=target, path=path, probe=probe, objective=objective,
         alerting=c.get(lambda: parse_alerting(spec.get("alerting")), Alerting()), maintenance=windows, paused=paused,
         created=None if created is None else c.get(lambda: parse_instant(created, "metadata.creationTimestamp"),
                                                    None),

@@ -93,11 +93,17 @@ def test_a_spec_that_is_not_a_mapping_is_one_error_beside_the_metadata_errors() 
     assert set(errors_of(obj)) == {"metadata.name", "metadata.namespace", "spec"}
 
 
-def test_no_secret_is_echoed() -> None:
-    obj = rm({"target": {"url": "https://user:hunter2@shop.example:0/", "route": {"name": "x"}}})
+@pytest.mark.parametrize("target", [
+    pytest.param({"url": "https://user:hunter2@shop.example:0/", "route": {"name": "x"}}, id="two-targets"),
+    pytest.param({"url": ["https://user:hunter2@shop.example/"]}, id="url-not-a-string"),
+])
+def test_no_secret_is_echoed(target: dict[str, Any]) -> None:
     with pytest.raises(InvalidSpec) as e:
-        parse_routemonitor(obj)
+        parse_routemonitor(rm({"target": target}))
     assert "hunter2" not in str(e.value) and all("hunter2" not in str(f) for f in e.value.errors)
+
+
+def test_a_url_with_user_info_and_a_bad_port_gets_both_errors_without_the_password() -> None:
     obj = rm({"target": {"url": "https://user:hunter2@shop.example:0/"}, "probe": {"interval": "x"}})
     with pytest.raises(InvalidSpec) as e:
         parse_routemonitor(obj)
