@@ -150,7 +150,7 @@ def _headers(value: object, field: str) -> tuple[tuple[str, str], ...]:
             continue
         why = RESERVED_HEADERS.get(name.lower())
         if why is not None:
-            c.add(f"{field}.{name}", "(not shown)" if name.lower() == "authorization" else v,
+            c.add(f"{field}.{name}", "(not shown)" if "authorization" in name.lower() else v,
                   f"{name} cannot be set here: {why}")
         elif not isinstance(v, str) or any(ch in v for ch in "\r\n\0"):
             c.add(f"{field}.{name}", v, "expected a string on one line")

@@ -93,13 +93,16 @@ def test_a_spec_that_is_not_a_mapping_is_one_error_beside_the_metadata_errors() 
     assert set(errors_of(obj)) == {"metadata.name", "metadata.namespace", "spec"}
 
 
-@pytest.mark.parametrize("target", [
-    pytest.param({"url": "https://user:hunter2@shop.example:0/", "route": {"name": "x"}}, id="two-targets"),
-    pytest.param({"url": ["https://user:hunter2@shop.example/"]}, id="url-not-a-string"),
+@pytest.mark.parametrize("spec", [
+    pytest.param({"target": {"url": "https://user:hunter2@shop.example:0/", "route": {"name": "x"}}},
+                 id="two-targets"),
+    pytest.param({"target": {"url": ["https://user:hunter2@shop.example/"]}}, id="url-not-a-string"),
+    pytest.param({"probe": {"headers": {"Authorization": "Bearer hunter2", "Proxy-Authorization": "Basic hunter2"}}},
+                 id="credential-headers"),
 ])
-def test_no_secret_is_echoed(target: dict[str, Any]) -> None:
+def test_no_secret_is_echoed(spec: dict[str, Any]) -> None:
     with pytest.raises(InvalidSpec) as e:
-        parse_routemonitor(rm({"target": target}))
+        parse_routemonitor(rm(spec))
     assert "hunter2" not in str(e.value) and all("hunter2" not in str(f) for f in e.value.errors)
 
 
