@@ -176,7 +176,6 @@ def collecting(parse: Callable[[Collect], T]) -> T:
         out = parse(c)
     except InvalidSpec as e:
         c.take(e)
-        c.done()
-        raise
+        raise InvalidSpec.of(c.errors, c.omitted) from None
     c.done()
     return out

@@ -11,11 +11,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
 from alert_rules import durations, names
-from alert_rules.fielderrors import MAX_ECHO as MAX_ECHO
-from alert_rules.fielderrors import FieldError as FieldError
 from alert_rules.fielderrors import InvalidSpec as InvalidSpec
-from alert_rules.fielderrors import bounded as bounded
-from alert_rules.fielderrors import echo as echo
 
 DAY_MS = 86_400_000
 DEFAULT_PERIOD_MS = 30 * DAY_MS

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from alert_rules import names
-from alert_rules.fielderrors import Collect, collecting
+from alert_rules.fielderrors import Collect, collecting, echo
 from alert_rules.model import (
     DEFAULT_PERIOD_MS,
     Alerting,
@@ -23,7 +23,6 @@ from alert_rules.model import (
     LatencyObjective,
     MonitorSLO,
     Objective,
-    echo,
     parse_duration_ms,
     parse_percent,
 )

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import alert_rules
 from alert_rules import names
-from alert_rules.model import InvalidSpec, RuleDefaults, bounded
+from alert_rules.fielderrors import InvalidSpec, bounded
+from alert_rules.model import RuleDefaults
 from route_monitor import resolve, sources
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
