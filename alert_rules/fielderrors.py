@@ -15,6 +15,7 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -76,7 +77,7 @@ class FieldError:
     def of(cls, field: str, value: object, reason: str) -> FieldError:
         return cls(bounded(field, 200), value, bounded(reason, MAX_ECHO))
 
-    @property
+    @cached_property
     def got(self) -> str:
         return echo(self.value)
 
@@ -96,7 +97,10 @@ class InvalidSpec(ValueError):
         self.errors, self.omitted = errors, omitted
         first = errors[0]
         self.field, self.value, self.reason = first.field, first.value, first.reason
-        super().__init__(self.summary())
+        super().__init__(first.field)
+
+    def __str__(self) -> str:  # built when shown: a parser may wrap and re-raise several times first
+        return self.summary()
 
     @classmethod
     def of(cls, errors: Iterable[FieldError], omitted: int = 0) -> InvalidSpec:
