@@ -1,70 +1,20 @@
 """The generator's input: an objective for one monitored target, as frozen dataclasses.
 
 Raw manifests are parsed into these once, at the boundary (``route_monitor.spec``); nothing
-downstream touches dicts. Invalid values raise :class:`InvalidSpec`, which names the field.
+downstream touches dicts. Invalid values raise :class:`InvalidSpec`, which names every invalid field
+(``alert_rules.fielderrors``).
 """
 
 from __future__ import annotations
 
-import reprlib
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 from alert_rules import durations, names
+from alert_rules.fielderrors import InvalidSpec as InvalidSpec
 
 DAY_MS = 86_400_000
 DEFAULT_PERIOD_MS = 30 * DAY_MS
-
-
-class _Echo(reprlib.Repr):
-    """A bounded repr: at most a few hundred characters whatever the value (an alias bomb, a
-    value nested 1,500 deep, a 5,000-digit integer all print one short line)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel, self.maxstring, self.maxother, self.maxlong = 3, 120, 120, 40
-        self.maxdict = self.maxlist = self.maxtuple = self.maxset = 6
-
-    def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 128:  # str() of a huge int is slow, and refused past 4,300 digits
-            return f"<an integer of {x.bit_length()} bits>"
-        return reprlib.Repr.repr_int(self, x, level)
-
-    def repr_str(self, x: str, level: int) -> str:
-        return repr(x) if len(x) <= self.maxstring else repr(x[:self.maxstring]) + f"... ({len(x)} characters)"
-
-    def repr_instance(self, x: Any, level: int) -> str:
-        try:
-            return super().repr_instance(x, level)
-        except Exception:  # an echoed value never breaks the message
-            return f"<{type(x).__name__}>"
-
-
-_ECHO = _Echo()
-MAX_ECHO = 300
-
-
-def bounded(text: str, limit: int) -> str:
-    """``text`` on one line of at most ``limit`` characters (a reason may quote what it got)."""
-    text = " ".join(text.splitlines())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def echo(value: object) -> str:
-    """``value`` as a user's message shows it: one bounded line."""
-    return bounded(_ECHO.repr(value).replace("\n", "\\n"), MAX_ECHO)
-
-
-class InvalidSpec(ValueError):
-    """A field of a monitor's spec is invalid; ``field`` is its path (``spec.slo.availability``).
-    The message echoes the value bounded (:func:`echo`); ``value`` keeps it whole."""
-
-    def __init__(self, field: str, value: object, reason: str) -> None:
-        self.field = bounded(field, 200)
-        self.value = value
-        self.reason = bounded(reason, MAX_ECHO)
-        super().__init__(f"{self.field}: {self.reason} (got {echo(value)})")
 
 
 def parse_percent(value: object, field: str) -> Decimal:

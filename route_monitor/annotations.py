@@ -3,8 +3,8 @@ becomes a RouteMonitor manifest.
 
 ``monitor_manifest`` is pure: it turns the object's annotations into the RouteMonitor that the
 operator applies (owned by the object) and that ``standalone`` monitors directly. A bad value
-raises :class:`InvalidSpec` whose ``field`` names the annotation, never a spec path the user
-did not write.
+raises one :class:`InvalidSpec` with every bad annotation, each naming the annotation, never a
+spec path the user did not write.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from alert_rules import names
-from alert_rules.model import InvalidSpec
+from alert_rules.fielderrors import FieldError, InvalidSpec
 from route_monitor.maintenance import annotation_items, as_annotation_error
 from route_monitor.sources import BY_KIND
 from route_monitor.spec import MonitorSpec, ServiceRef, parse_paused, parse_routemonitor
@@ -48,30 +48,43 @@ def is_opted_in(obj: Mapping[str, Any]) -> bool:
     return names.ANN_SLO in annotations_of(obj)
 
 
-def _ann_error(annotation: str, value: object, reason: str) -> InvalidSpec:
-    return InvalidSpec(f"metadata.annotations[{annotation}]", value, reason)
+def _ann_error(annotation: str, value: object, reason: str) -> FieldError:
+    return FieldError.of(f"metadata.annotations[{annotation}]", value, reason)
+
+
+def _as_annotation(e: FieldError, ann: Mapping[str, Any]) -> FieldError:
+    """A spec field error as the annotation that set the field (unchanged when none did)."""
+    annotation = annotation_for(e.field)
+    if annotation is None:
+        return e
+    if annotation == names.ANN_MAINTENANCE:
+        return as_annotation_error(e, f"metadata.annotations[{annotation}]")
+    return _ann_error(annotation, ann.get(annotation, e.value), e.reason)
 
 
 def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The RouteMonitor manifest for an annotated object of ``kind`` (a key of ``sources.BY_KIND``),
-    without ownerReferences."""
+    without ownerReferences. Every bad annotation is reported at once."""
     meta = obj.get("metadata") or {}
     ann = annotations_of(obj)
     if names.ANN_SLO not in ann:
-        raise _ann_error(names.ANN_SLO, None, "missing: this object is not opted in")
+        raise InvalidSpec.of([_ann_error(names.ANN_SLO, None, "missing: this object is not opted in")])
+    errors: list[FieldError] = []
     source = BY_KIND[kind]
     ref: dict[str, Any] = {"name": meta.get("name")}
     target: dict[str, Any] = {source.ref.field: ref}
     if names.ANN_PORT in ann:
         if source.ref is not ServiceRef:
-            raise _ann_error(names.ANN_PORT, ann[names.ANN_PORT],
-                             f"only applies to Services; a {source.kind_name}'s port is its own")
-        ref["port"] = ann[names.ANN_PORT]
+            errors.append(_ann_error(names.ANN_PORT, ann[names.ANN_PORT],
+                                     f"only applies to Services; a {source.kind_name}'s port is its own"))
+        else:
+            ref["port"] = ann[names.ANN_PORT]
     if names.ANN_HOST in ann:
         if source.hosts is None:
-            raise _ann_error(names.ANN_HOST, ann[names.ANN_HOST], "only applies to Ingresses and HTTPRoutes "
-                             f"(a {source.kind_name} has one host)")
-        ref["host"] = ann[names.ANN_HOST]
+            errors.append(_ann_error(names.ANN_HOST, ann[names.ANN_HOST], "only applies to Ingresses and "
+                                     f"HTTPRoutes (a {source.kind_name} has one host)"))
+        else:
+            ref["host"] = ann[names.ANN_HOST]
     spec: dict[str, Any] = {"target": target, "slo": {"availability": ann[names.ANN_SLO]}}
     if names.ANN_PATH in ann:
         spec["path"] = ann[names.ANN_PATH]
@@ -81,15 +94,21 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     if has_thr != has_slo:
         missing = names.ANN_LATENCY_SLO if has_thr else names.ANN_LATENCY_THRESHOLD
         present = names.ANN_LATENCY_THRESHOLD if has_thr else names.ANN_LATENCY_SLO
-        raise _ann_error(missing, None, f"required together with {present} (a latency SLO needs both)")
-    if has_thr:
+        errors.append(_ann_error(missing, None, f"required together with {present} (a latency SLO needs both)"))
+    elif has_thr:
         spec["slo"]["latency"] = {"threshold": ann[names.ANN_LATENCY_THRESHOLD],
                                   "objective": ann[names.ANN_LATENCY_SLO]}
     if names.ANN_MAINTENANCE in ann:
         field = f"metadata.annotations[{names.ANN_MAINTENANCE}]"
-        spec["maintenance"] = annotation_items(ann[names.ANN_MAINTENANCE], field)
+        try:
+            spec["maintenance"] = annotation_items(ann[names.ANN_MAINTENANCE], field)
+        except InvalidSpec as e:
+            errors.extend(e.errors)
     if names.ANN_PAUSED in ann:
-        spec["paused"] = parse_paused(ann[names.ANN_PAUSED], f"metadata.annotations[{names.ANN_PAUSED}]")
+        try:
+            spec["paused"] = parse_paused(ann[names.ANN_PAUSED], f"metadata.annotations[{names.ANN_PAUSED}]")
+        except InvalidSpec as e:
+            errors.extend(e.errors)
     manifest = {
         "apiVersion": names.API_VERSION,
         "kind": names.KIND,
@@ -100,15 +119,14 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
         },
         "spec": spec,
     }
+    omitted = 0
     try:
         parse_routemonitor(manifest)
     except InvalidSpec as e:
-        annotation = annotation_for(e.field)
-        if annotation is None:
-            raise
-        if annotation == names.ANN_MAINTENANCE:
-            raise as_annotation_error(e, f"metadata.annotations[{annotation}]") from None
-        raise _ann_error(annotation, ann.get(annotation, e.value), e.reason) from None
+        errors.extend(_as_annotation(error, ann) for error in e.errors)
+        omitted = e.omitted
+    if errors:
+        raise InvalidSpec.of(errors, omitted)
     return manifest
 
 

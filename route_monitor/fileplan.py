@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from alert_rules.model import echo
+from alert_rules.fielderrors import echo
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError

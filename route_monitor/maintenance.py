@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from alert_rules import durations
+from alert_rules.fielderrors import Collect, FieldError, collecting
 from alert_rules.model import InvalidSpec, parse_duration_ms
 
 UTC = dt.UTC
@@ -144,38 +145,51 @@ def parse_instant(value: object, field: str) -> float:
     return parsed.timestamp()
 
 
+def _cron_window(item: Mapping[str, object], field: str, c: Collect) -> CronWindow:
+    schedule, zone = item["schedule"], item.get("timeZone", "UTC")
+    try:
+        ZoneInfo(str(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        c.add(f"{field}.timeZone", zone, 'not a known IANA time zone, e.g. "Europe/Paris"')
+    try:
+        CronSim(str(schedule), dt.datetime.now(UTC))
+    except (CronSimError, ValueError) as e:
+        c.add(f"{field}.schedule", schedule, f"not a 5-field cron expression ({e})")
+    if "duration" not in item:
+        c.add(f"{field}.duration", None, "required with a schedule, e.g. 2h")
+    duration = c.get(lambda: parse_duration_ms(item["duration"], f"{field}.duration"), 1) if "duration" in item else 1
+    window = CronWindow(str(schedule), duration, str(zone))
+    if c.failed(field):  # the checks below need a valid schedule, zone and duration
+        return window
+    gap = shortest_gap(window.schedule, window.zone)
+    if gap is None and next_start(window, dt.datetime.now(UTC).timestamp()) is None:
+        c.add(f"{field}.schedule", schedule, "never matches a date")
+    if gap is not None and window.duration_ms > gap * 1000:
+        c.add(f"{field}.duration", item["duration"], "longer than the time between two starts "
+              f"of the schedule ({durations.format_ms(round(gap * 1000))}): windows would overlap")
+    return window
+
+
+def _one_off_window(item: Mapping[str, object], field: str, c: Collect) -> OneOffWindow:
+    if "end" not in item:
+        c.add(f"{field}.end", None, "required with a start")
+    start = c.get(lambda: parse_instant(item["start"], f"{field}.start"), 0.0)
+    end = c.get(lambda: parse_instant(item["end"], f"{field}.end"), 1.0) if "end" in item else 1.0
+    if end <= start and not c.failed(field):
+        c.add(f"{field}.end", item["end"], "must be after the start")
+    return OneOffWindow(start, end)
+
+
 def parse_window(item: object, field: str) -> Window:
+    """One window; every independent field error at once."""
     if not isinstance(item, Mapping):
         raise InvalidSpec(field, item, "expected {schedule, duration, timeZone} or {start, end}")
     if "schedule" in item and "start" not in item:
-        schedule = item["schedule"]
-        zone = item.get("timeZone", "UTC")
-        try:
-            ZoneInfo(str(zone))
-        except (ZoneInfoNotFoundError, ValueError):
-            raise InvalidSpec(f"{field}.timeZone", zone, 'not a known IANA time zone, e.g. "Europe/Paris"') from None
-        try:
-            CronSim(str(schedule), dt.datetime.now(UTC))
-        except (CronSimError, ValueError) as e:
-            raise InvalidSpec(f"{field}.schedule", schedule, f"not a 5-field cron expression ({e})") from None
-        if "duration" not in item:
-            raise InvalidSpec(f"{field}.duration", None, "required with a schedule, e.g. 2h")
-        window = CronWindow(str(schedule), parse_duration_ms(item["duration"], f"{field}.duration"), str(zone))
-        gap = shortest_gap(window.schedule, window.zone)
-        if gap is None and next_start(window, dt.datetime.now(UTC).timestamp()) is None:
-            raise InvalidSpec(f"{field}.schedule", schedule, "never matches a date")
-        if gap is not None and window.duration_ms > gap * 1000:
-            raise InvalidSpec(f"{field}.duration", item["duration"], "longer than the time between two starts "
-                              f"of the schedule ({durations.format_ms(round(gap * 1000))}): windows would overlap")
-        return window
+        return collecting(lambda c: _cron_window(item, field, c))
     if "start" in item and "schedule" not in item:
-        if "end" not in item:
-            raise InvalidSpec(f"{field}.end", None, "required with a start")
-        start, end = parse_instant(item["start"], f"{field}.start"), parse_instant(item["end"], f"{field}.end")
-        if end <= start:
-            raise InvalidSpec(f"{field}.end", item["end"], "must be after the start")
-        return OneOffWindow(start, end)
-    raise InvalidSpec(field, item, "expected either a schedule (with duration, timeZone) or a start and an end")
+        return collecting(lambda c: _one_off_window(item, field, c))
+    raise InvalidSpec(field, sorted(str(k)[:60] for k in item),
+                      "expected either a schedule (with duration, timeZone) or a start and an end")
 
 
 def parse_windows(value: object, field: str = "spec.maintenance") -> tuple[Window, ...]:
@@ -183,13 +197,22 @@ def parse_windows(value: object, field: str = "spec.maintenance") -> tuple[Windo
         return ()
     if not isinstance(value, list):
         raise InvalidSpec(field, value, "expected a list of windows")
-    return tuple(parse_window(item, f"{field}[{i}]") for i, item in enumerate(value))
+    c = Collect()
+    windows = []
+    for i, item in enumerate(value):
+        try:
+            windows.append(parse_window(item, f"{field}[{i}]"))
+        except InvalidSpec as e:
+            c.take(e)
+    c.done()
+    return tuple(windows)
 
 
 def annotation_items(text: str, field: str) -> list[dict[str, str]]:
     """``routemonitor.io/maintenance`` lines -> ``spec.maintenance`` items (syntax only; the
     items are validated by :func:`parse_windows`). Blank lines and ``#`` comments are skipped."""
     items: list[dict[str, str]] = []
+    c = Collect()
     for n, line in enumerate(str(text).splitlines(), start=1):
         words = line.split("#", 1)[0].split()
         if not words:
@@ -200,8 +223,9 @@ def annotation_items(text: str, field: str) -> list[dict[str, str]]:
             items.append({"schedule": " ".join(words[:5]), "duration": words[5],
                           **({"timeZone": words[6]} if len(words) == 7 else {})})
         else:
-            raise InvalidSpec(field, line.strip(), f"line {n}: expected 'MIN HOUR DOM MON DOW DURATION [ZONE]' "
-                              "(e.g. '0 2 * * SUN 2h Europe/Paris') or 'START END' (two RFC 3339 times)")
+            c.add(field, line.strip(), f"line {n}: expected 'MIN HOUR DOM MON DOW DURATION [ZONE]' "
+                  "(e.g. '0 2 * * SUN 2h Europe/Paris') or 'START END' (two RFC 3339 times)")
+    c.done()
     return items
 
 
@@ -210,13 +234,13 @@ def annotation_windows(text: str, field: str) -> tuple[Window, ...]:
     try:
         return parse_windows(annotation_items(text, field))
     except InvalidSpec as e:
-        raise as_annotation_error(e, field) from None
+        raise InvalidSpec.of((as_annotation_error(error, field) for error in e.errors), e.omitted) from None
 
 
-def as_annotation_error(e: InvalidSpec, field: str) -> InvalidSpec:
+def as_annotation_error(e: FieldError, field: str) -> FieldError:
     """``spec.maintenance[1].schedule: ...`` -> ``field: window 2 (schedule): ... (got ...)``."""
     if not e.field.startswith("spec.maintenance["):
-        return InvalidSpec(field, e.value, e.reason)
+        return FieldError.of(field, e.value, e.reason)
     index, _, sub = e.field.removeprefix("spec.maintenance[").partition("]")
     where = f"window {int(index) + 1}" + (f" ({sub.lstrip('.')})" if sub else "")
-    return InvalidSpec(field, e.value, f"{where}: {e.reason}")
+    return FieldError.of(field, e.value, f"{where}: {e.reason}")

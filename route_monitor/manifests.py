@@ -3,8 +3,8 @@ Services, ...: :data:`route_monitor.sources.SOURCES`).
 
 ``load`` reads files (multi-document YAML, ``kind: List``); ``collect`` turns what was read
 into monitor specs, keeping the sources and what they depend on for target resolution. Every problem is a
-:class:`ManifestError` naming the file, the object and the field; one bad object never hides
-the others.
+:class:`ManifestError` naming the file, the object and the field; an invalid object gives one per
+field error (all at once), and one bad object never hides the others.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from alert_rules import findings, names
-from alert_rules.model import InvalidSpec, echo
+from alert_rules.model import InvalidSpec
 from route_monitor import sources, yamlread
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
 from route_monitor.sources import Key, key_of
@@ -118,6 +118,14 @@ def _annotated_spec(obj: Mapping[str, Any], kind: str) -> MonitorSpec:
     return spec
 
 
+def field_errors(m: Manifest, e: InvalidSpec) -> list[ManifestError]:
+    """One problem per field error of an invalid object (at most ``MAX_ERRORS``, then how many more)."""
+    out = [ManifestError(m.source, m.ref, f.field, f"{f.reason} (got {f.got})") for f in e.errors]
+    if e.omitted:
+        out.append(ManifestError(m.source, m.ref, "", f"{e.omitted} more field error(s) not shown"))
+    return out
+
+
 def collect(manifests: Iterable[Manifest]) -> Collection:
     """Monitors from RouteMonitors and annotated sources (the earlier row of ``SOURCES`` wins)."""
     out = Collection()
@@ -146,7 +154,7 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         try:
             spec: MonitorSpec = parse()
         except InvalidSpec as e:
-            out.problems.append(ManifestError(m.source, m.ref, e.field, f"{e.reason} (got {echo(e.value)})"))
+            out.problems.extend(field_errors(m, e))
             continue
         if spec.key in out.sources:
             out.problems.append(ManifestError(m.source, m.ref, "metadata.name", "a monitor of this name "

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from alert_rules.fielderrors import Collect, collecting
 from alert_rules.model import InvalidSpec
 
 RefKind = Literal["secret", "configMap"]
@@ -85,6 +86,11 @@ class RequestOptions:
         return (*auth, *((self.ca,) if self.ca else ()), *(self.client_cert or ()))
 
 
+_EMPTY: Mapping[str, Any] = {}
+_NO_REF = ObjectRef("secret")
+"""Fallbacks for fields in error: the parser goes on with them and raises before returning."""
+
+
 def _map(value: object, field: str) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -97,7 +103,7 @@ def _object_ref(value: object, field: str, kind: RefKind) -> ObjectRef:
     m = _map(value, field)
     name, folder = m.get("name"), m.get("dir")
     if (name is None) == (folder is None):
-        raise InvalidSpec(field, dict(m), "expected name (an object in the monitor's namespace; "
+        raise InvalidSpec(field, sorted(str(k)[:60] for k in m), "expected name (an object in the monitor's namespace; "
                           "standalone: dir, a folder with one file per key)")
     if name is not None and (not isinstance(name, str) or not _DNS_NAME.match(name) or len(name) > 253):
         raise InvalidSpec(f"{field}.name", name, "expected the name of a Secret or ConfigMap in the same namespace")
@@ -123,52 +129,74 @@ def _auth(value: object, field: str) -> BasicAuth | BearerAuth | None:
     kind = present[0]
     ref_field = f"{field}.{kind}.secretRef"
     ref_map = _map(_map(a[kind], f"{field}.{kind}").get("secretRef"), ref_field)
-    ref = _object_ref(ref_map, ref_field, "secret")
-    if kind == "bearer":
-        return BearerAuth(KeyRef(ref, _key(ref_map, "key", "token", ref_field), ref_field))
-    return BasicAuth(KeyRef(ref, _key(ref_map, "usernameKey", "username", ref_field), ref_field),
-                     KeyRef(ref, _key(ref_map, "passwordKey", "password", ref_field), ref_field))
+    c = Collect()
+    ref = c.get(lambda: _object_ref(ref_map, ref_field, "secret"), _NO_REF)
+
+    def key(name: str, default: str) -> KeyRef:
+        return KeyRef(ref, c.get(lambda: _key(ref_map, name, default, ref_field), default), ref_field)
+
+    auth = BearerAuth(key("key", "token")) if kind == "bearer" else BasicAuth(key("usernameKey", "username"),
+                                                                              key("passwordKey", "password"))
+    c.done()
+    return auth
 
 
 def _headers(value: object, field: str) -> tuple[tuple[str, str], ...]:
     out = []
+    c = Collect()
     for name, v in _map(value, field).items():
         if not isinstance(name, str) or not _TOKEN.match(name):
-            raise InvalidSpec(f"{field}", name, "expected a header name (letters, digits and !#$%&'*+.^_`|~-)")
+            c.add(f"{field}", name, "expected a header name (letters, digits and !#$%&'*+.^_`|~-)")
+            continue
         why = RESERVED_HEADERS.get(name.lower())
         if why is not None:
-            raise InvalidSpec(f"{field}.{name}", "(not shown)" if name.lower() == "authorization" else v,
-                              f"{name} cannot be set here: {why}")
-        if not isinstance(v, str) or any(c in v for c in "\r\n\0"):
-            raise InvalidSpec(f"{field}.{name}", v, "expected a string on one line")
-        out.append((name, v))
+            c.add(f"{field}.{name}", "(not shown)" if "authorization" in name.lower() else v,
+                  f"{name} cannot be set here: {why}")
+        elif not isinstance(v, str) or any(ch in v for ch in "\r\n\0"):
+            c.add(f"{field}.{name}", v, "expected a string on one line")
+        else:
+            out.append((name, v))
+    c.done()
     return tuple(sorted(out, key=lambda h: h[0].lower()))
 
 
 def parse_request(probe: Mapping[str, Any], field: str = "spec.probe") -> RequestOptions:
     """The request options of ``spec.probe`` (headers, auth and the TLS settings beyond
-    ``insecureSkipVerify``)."""
-    tls = _map(probe.get("tls"), f"{field}.tls")
-    server_name = tls.get("serverName", "")
-    if not isinstance(server_name, str) or (server_name and not _DNS_NAME.match(server_name.lower())):
-        raise InvalidSpec(f"{field}.tls.serverName", server_name, "expected a DNS name, e.g. checkout.internal")
-    ca = None
-    if tls.get("caRef") is not None:
-        ca_field = f"{field}.tls.caRef"
-        ca_map = _map(tls["caRef"], ca_field)
-        present = [k for k in ("configMap", "secret") if ca_map.get(k) is not None]
-        if len(present) != 1:
-            raise InvalidSpec(ca_field, dict(ca_map), "expected exactly one of configMap or secret")
-        kind: RefKind = "configMap" if present[0] == "configMap" else "secret"
-        sub = f"{ca_field}.{present[0]}"
-        ca = KeyRef(_object_ref(ca_map[present[0]], sub, kind), _key(_map(ca_map[present[0]], sub), "key", "ca.crt",
-                                                                       sub), sub)
-    client = None
-    if tls.get("clientCertRef") is not None:
-        c_field = f"{field}.tls.clientCertRef.secret"
-        c_map = _map(tls["clientCertRef"], f"{field}.tls.clientCertRef")
-        ref = _object_ref(c_map.get("secret"), c_field, "secret")
-        client = (KeyRef(ref, TLS_CERT_KEY, c_field), KeyRef(ref, TLS_KEY_KEY, c_field))
-    return RequestOptions(headers=_headers(probe.get("headers"), f"{field}.headers"),
-                          auth=_auth(probe.get("auth"), f"{field}.auth"), server_name=server_name.lower(),
-                          ca=ca, client_cert=client)
+    ``insecureSkipVerify``); every field error at once."""
+    return collecting(lambda c: _request(probe, field, c))
+
+
+def _ca(value: object, ca_field: str) -> KeyRef:
+    ca_map = _map(value, ca_field)
+    present = [k for k in ("configMap", "secret") if ca_map.get(k) is not None]
+    if len(present) != 1:
+        raise InvalidSpec(ca_field, sorted(str(k)[:60] for k in ca_map), "expected exactly one of configMap or secret")
+    kind: RefKind = "configMap" if present[0] == "configMap" else "secret"
+    sub = f"{ca_field}.{present[0]}"
+    return collecting(lambda c: KeyRef(c.get(lambda: _object_ref(ca_map[present[0]], sub, kind), _NO_REF),
+                                       c.get(lambda: _key(_map(ca_map[present[0]], sub), "key", "ca.crt", sub), ""),
+                                       sub))
+
+
+def _client_cert(value: object, field: str) -> tuple[KeyRef, KeyRef]:
+    c_field = f"{field}.secret"
+    ref = _object_ref(_map(value, field).get("secret"), c_field, "secret")
+    return (KeyRef(ref, TLS_CERT_KEY, c_field), KeyRef(ref, TLS_KEY_KEY, c_field))
+
+
+def _server_name(value: object, field: str) -> str:
+    if not isinstance(value, str) or (value and not _DNS_NAME.match(value.lower())):
+        raise InvalidSpec(field, value, "expected a DNS name, e.g. checkout.internal")
+    return value.lower()
+
+
+def _request(probe: Mapping[str, Any], field: str, c: Collect) -> RequestOptions:
+    tls = c.get(lambda: _map(probe.get("tls"), f"{field}.tls"), _EMPTY)
+    return RequestOptions(
+        headers=c.get(lambda: _headers(probe.get("headers"), f"{field}.headers"), ()),
+        auth=c.get(lambda: _auth(probe.get("auth"), f"{field}.auth"), None),
+        server_name=c.get(lambda: _server_name(tls.get("serverName", ""), f"{field}.tls.serverName"), ""),
+        ca=c.get(lambda: _ca(tls["caRef"], f"{field}.tls.caRef"), None) if tls.get("caRef") is not None else None,
+        client_cert=(c.get(lambda: _client_cert(tls["clientCertRef"], f"{field}.tls.clientCertRef"), None)
+                     if tls.get("clientCertRef") is not None else None),
+    )

@@ -1,7 +1,9 @@
 """Parse a RouteMonitor manifest (Contract 2) into frozen dataclasses, once, at the boundary.
 
-Every invalid value raises :class:`alert_rules.model.InvalidSpec` naming the field path, the
-value and what is accepted. Defaults live here and nowhere else.
+An invalid object raises one :class:`alert_rules.model.InvalidSpec` carrying every field error
+it has (each naming the field path, the value and what is accepted), so a user fixes them all
+in one round; a check that depends on a field in error is skipped (``alert_rules.fielderrors``).
+Defaults live here and nowhere else (``spec.probe``'s in :mod:`route_monitor.probespec`).
 """
 
 from __future__ import annotations
@@ -9,10 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from alert_rules import names
+from alert_rules.fielderrors import Collect, collecting, echo
 from alert_rules.model import (
+    DEFAULT_PERIOD_MS,
     Alerting,
     InvalidSpec,
     LatencyObjective,
@@ -21,19 +26,14 @@ from alert_rules.model import (
     parse_duration_ms,
     parse_percent,
 )
-from route_monitor import bodyregex, urls
+from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
-from route_monitor.requestspec import RequestOptions, parse_request
+from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
+from route_monitor.probespec import ProbeSettings as ProbeSettings
+from route_monitor.probespec import boolean, mapping, probe_settings
 
-METHODS = ("GET", "HEAD", "POST", "OPTIONS")
-DEFAULT_INTERVAL_MS = 30_000
-DEFAULT_TIMEOUT_MS = 10_000
-DEFAULT_MAX_REDIRECTS = 10
-DEFAULT_MAX_BODY_BYTES = 1 << 20
-DEFAULT_WARMUP_MS = 600_000
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 
 
 @dataclass(frozen=True)
@@ -102,27 +102,6 @@ TARGET_FIELDS = (*(r.field for r in _REFS), UrlTarget.field)
 
 
 @dataclass(frozen=True)
-class ProbeSettings:
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    method: str = "GET"
-    expected_status: tuple[tuple[int, int], ...] = ((200, 399),)
-    """Inclusive status ranges that count as success."""
-    body_regex: str | None = None
-    insecure_skip_verify: bool = False
-    max_redirects: int = DEFAULT_MAX_REDIRECTS
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    request: RequestOptions = field(default_factory=RequestOptions)
-    """Headers, auth and TLS references (Contract 8, ``route_monitor.requestspec``)."""
-    warmup_ms: int = DEFAULT_WARMUP_MS
-    """Contract 9: after creation or a URL change, results are excluded until the first success or
-    until this has passed; 0 turns warm-up off."""
-
-    def status_ok(self, status: int) -> bool:
-        return any(lo <= status <= hi for lo, hi in self.expected_status)
-
-
-@dataclass(frozen=True)
 class MonitorSpec:
     namespace: str
     name: str
@@ -148,201 +127,181 @@ class MonitorSpec:
                           interval_ms=self.probe.interval_ms, alerting=self.alerting)
 
 
-def _map(value: object, field: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidSpec(field, value, "expected a mapping")
-    return value
+def _keys(m: Mapping[Any, Any]) -> list[str]:
+    """What a mapping holds, for a message: its keys only (a value may hold credentials)."""
+    return sorted(str(k)[:60] for k in m)
 
 
 def _str_map(value: object, field: str) -> tuple[tuple[str, str], ...]:
-    m = _map(value, field)
+    m = mapping(value, field)
+    c = Collect()
     for k, v in m.items():
         if not isinstance(v, str):
-            raise InvalidSpec(f"{field}.{k}", v, "expected a string value")
+            c.add(f"{field}.{k}", v, "expected a string value")
+    c.done()
     return tuple(sorted((str(k), v) for k, v in m.items()))
 
 
-def _bool(value: object, field: str, default: bool) -> bool:
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InvalidSpec(field, value, "expected true or false")
-    return value
-
-
-def parse_status_ranges(value: object, field: str) -> tuple[tuple[int, int], ...]:
-    """``["200-399", "404", "5xx"]`` -> inclusive ranges."""
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for i, item in enumerate(items):
-        m = _STATUS.match(str(item).strip())
-        if not m:
-            raise InvalidSpec(f"{field}[{i}]", item, 'expected a status, a range or a class: "200", "200-399", "2xx"')
-        if m.group(1):
-            lo, hi = int(m.group(1)) * 100, int(m.group(1)) * 100 + 99
-        else:
-            lo = int(m.group(2))
-            hi = int(m.group(3) or lo)
-        if not (100 <= lo <= hi <= 599):
-            raise InvalidSpec(f"{field}[{i}]", item, "statuses are 100-599, low before high")
-        out.append((lo, hi))
-    if not out:
-        raise InvalidSpec(field, value, "at least one expected status is needed")
-    return tuple(out)
-
-
 def parse_target(value: object, field: str = "spec.target") -> Target:
-    t = _map(value, field)
+    return collecting(lambda c: _target(value, field, c))
+
+
+def _target(value: object, field: str, c: Collect) -> Target:
+    t = mapping(value, field)
     present = [k for k in TARGET_FIELDS if t.get(k) is not None]
     if len(present) != 1:
         *head, last = TARGET_FIELDS
-        raise InvalidSpec(field, value, f"exactly one of {', '.join(head)} or {last} is required")
+        raise InvalidSpec(field, _keys(t), f"exactly one of {', '.join(head)} or {last} is required")
     key = present[0]
     if key == UrlTarget.field:
         url = t[key]
         if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
-            raise InvalidSpec(f"{field}.url", urls.redact(url) if isinstance(url, str) else url,
+            raise InvalidSpec(f"{field}.url", urls.redact(url if isinstance(url, str) else echo(url)),
                               "expected an absolute http:// or https:// URL")
-        problem = urls.url_problem(url)
-        if problem is not None:
-            raise InvalidSpec(f"{field}.url", urls.redact(url), problem)
+        for problem in urls.url_problems(url):
+            c.add(f"{field}.url", urls.redact(url), problem)
         return UrlTarget(url=url)
     cls = next(r for r in _REFS if r.field == key)
-    ref = _map(t[key], f"{field}.{key}")
+    ref = mapping(t[key], f"{field}.{key}")
     name = ref.get("name")
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
-        raise InvalidSpec(f"{field}.{key}.name", name,
-                          f"expected the name of a {_REF_WHAT[cls.kind]} in the same namespace")
+        c.add(f"{field}.{key}.name", name, f"expected the name of a {_REF_WHAT[cls.kind]} in the same namespace")
+        name = ""
     if cls is RouteRef:
         return RouteRef(name=name)
     if cls is ServiceRef:
         port = ref.get("port", "")
         scheme = ref.get("scheme", "")
         if scheme not in ("", "http", "https"):
-            raise InvalidSpec(f"{field}.service.scheme", scheme, "expected http or https")
+            c.add(f"{field}.service.scheme", scheme, "expected http or https")
         numeric = isinstance(port, int) or (isinstance(port, str) and port.isdigit())
         if numeric and not 1 <= int(port) <= 65535:
-            raise InvalidSpec(f"{field}.service.port", port, "expected a port name or a number from 1 to 65535")
-        return ServiceRef(name=name, port=str(port) if port != "" else "", scheme=scheme)
+            c.add(f"{field}.service.port", port, "expected a port name or a number from 1 to 65535")
+        return ServiceRef(name=name, port=str(port) if port != "" else "", scheme=str(scheme))
     host = ref.get("host", "")
     if not isinstance(host, str) or (host and not _HOSTNAME.match(host)):
-        raise InvalidSpec(f"{field}.{key}.host", host, "expected a DNS name without wildcard, e.g. shop.example.com")
+        c.add(f"{field}.{key}.host", host, "expected a DNS name without wildcard, e.g. shop.example.com")
+        host = ""
     return IngressRef(name=name, host=host) if cls is IngressRef else HTTPRouteRef(name=name, host=host)
 
 
-def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
-    p = _map(value, field)
-    interval = parse_duration_ms(p.get("interval", "30s"), f"{field}.interval")
-    if interval < 1000:
-        raise InvalidSpec(f"{field}.interval", p.get("interval"), "must be at least 1s")
-    if "timeout" in p:
-        timeout = parse_duration_ms(p["timeout"], f"{field}.timeout")
-    else:
-        timeout = min(DEFAULT_TIMEOUT_MS, interval * 4 // 5)
-    if timeout >= interval:
-        raise InvalidSpec(f"{field}.timeout", p.get("timeout"),
-                          f"must be shorter than the interval ({p.get('interval', '30s')})")
-    method = str(p.get("method", "GET")).upper()
-    if method not in METHODS:
-        raise InvalidSpec(f"{field}.method", p.get("method"), f"expected one of {', '.join(METHODS)}")
-    body_regex = p.get("bodyRegex")
-    if body_regex is not None:
-        if not isinstance(body_regex, str):
-            raise InvalidSpec(f"{field}.bodyRegex", body_regex, "must be a string")
-        try:
-            bodyregex.compile_pattern(body_regex)
-        except bodyregex.PatternError as e:
-            raise InvalidSpec(f"{field}.bodyRegex", body_regex, f"not a valid regular expression: {e}") from None
-        if method == "HEAD":
-            raise InvalidSpec(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
-    tls = _map(p.get("tls"), f"{field}.tls")
-    warmup = p.get("warmup")
-    off = isinstance(warmup, str) and re.fullmatch(r"0+(ms|[smhdwy])?", warmup) is not None
-    warmup_ms = DEFAULT_WARMUP_MS if warmup is None else 0 if off else parse_duration_ms(warmup, f"{field}.warmup")
-    return ProbeSettings(
-        interval_ms=interval,
-        timeout_ms=timeout,
-        method=method,
-        expected_status=parse_status_ranges(p.get("expectedStatus", ["200-399"]), f"{field}.expectedStatus"),
-        body_regex=None if body_regex is None else str(body_regex),
-        insecure_skip_verify=_bool(tls.get("insecureSkipVerify"), f"{field}.tls.insecureSkipVerify", False),
-        request=parse_request(p, field),
-        warmup_ms=warmup_ms,
-    )
+_FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))
+_EMPTY: Mapping[str, Any] = {}
+_NO_TARGET: Target = UrlTarget("")
+_NO_WINDOWS: tuple[Window, ...] = ()
+"""Fallbacks for fields in error: a parser goes on with them and raises before returning."""
 
 
 def parse_objective(value: object, field: str = "spec.slo") -> Objective:
-    s = _map(value, field)
+    return collecting(lambda c: objective_of(value, field, c))
+
+
+def objective_of(value: object, field: str, c: Collect) -> Objective:
+    """``spec.slo`` with every field error kept in ``c``."""
+    s = c.get(lambda: mapping(value, field), None)
+    if s is None:
+        return _FALLBACK_OBJECTIVE
     if "availability" not in s:
-        raise InvalidSpec(f"{field}.availability", None, 'required: a percent, e.g. "99.9"')
-    availability = parse_percent(s["availability"], f"{field}.availability")
-    period = parse_duration_ms(s.get("period", "30d"), f"{field}.period")
+        c.add(f"{field}.availability", None, 'required: a percent, e.g. "99.9"')
+    availability = c.get(lambda: parse_percent(s["availability"], f"{field}.availability"),
+                         _FALLBACK_OBJECTIVE.availability) if "availability" in s else _FALLBACK_OBJECTIVE.availability
+    period = c.get(lambda: parse_duration_ms(s.get("period", "30d"), f"{field}.period"), DEFAULT_PERIOD_MS)
     latency = None
-    if s.get("latency") is not None:
-        lat = _map(s["latency"], f"{field}.latency")
+    lat = c.get(lambda: mapping(s["latency"], f"{field}.latency"), None) if s.get("latency") is not None else None
+    if lat is not None:
         for k in ("threshold", "objective"):
             if k not in lat:
-                raise InvalidSpec(f"{field}.latency.{k}", None, "required when a latency SLO is set")
+                c.add(f"{field}.latency.{k}", None, "required when a latency SLO is set")
         latency = LatencyObjective(
-            threshold_ms=parse_duration_ms(lat["threshold"], f"{field}.latency.threshold"),
-            objective=parse_percent(lat["objective"], f"{field}.latency.objective"),
+            threshold_ms=c.get(lambda: parse_duration_ms(lat["threshold"], f"{field}.latency.threshold"), 0)
+            if "threshold" in lat else 0,
+            objective=c.get(lambda: parse_percent(lat["objective"], f"{field}.latency.objective"), Decimal(99))
+            if "objective" in lat else Decimal(99),
         )
     return Objective(availability=availability, period_ms=period, latency=latency)
 
 
 def parse_alerting(value: object, field: str = "spec.alerting") -> Alerting:
-    a = _map(value, field)
+    return collecting(lambda c: _alerting(value, field, c))
+
+
+def _alerting(value: object, field: str, c: Collect) -> Alerting:
+    a = mapping(value, field)
     return Alerting(
-        page=_bool(a.get("page"), f"{field}.page", True),
-        ticket=_bool(a.get("ticket"), f"{field}.ticket", True),
-        labels=_str_map(a.get("labels"), f"{field}.labels"),
-        annotations=_str_map(a.get("annotations"), f"{field}.annotations"),
+        page=c.get(lambda: boolean(a.get("page"), f"{field}.page", True), True),
+        ticket=c.get(lambda: boolean(a.get("ticket"), f"{field}.ticket", True), True),
+        labels=c.get(lambda: _str_map(a.get("labels"), f"{field}.labels"), ()),
+        annotations=c.get(lambda: _str_map(a.get("annotations"), f"{field}.annotations"), ()),
     )
 
 
-def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "default") -> MonitorSpec:
-    """Parse a whole RouteMonitor object (``apiVersion``/``kind``/``metadata``/``spec``)."""
-    meta = _map(obj.get("metadata"), "metadata")
-    name = meta.get("name")
+def _name(name: object) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidSpec("metadata.name", name, "a RouteMonitor needs a name")
     if len(name) > 253 or not _HOSTNAME.match(name):
         raise InvalidSpec("metadata.name", name, "expected a Kubernetes name: lowercase letters, digits, '-' and "
                           "'.', at most 253 characters (it names files, rules and metric labels)")
-    namespace = meta.get("namespace") or default_namespace
+    return name
+
+
+def _namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
         raise InvalidSpec("metadata.namespace", namespace, "expected a Kubernetes namespace: lowercase letters, "
                           "digits and '-', at most 63 characters")
-    spec = _map(obj.get("spec"), "spec")
-    path = spec.get("path")
+    return namespace
+
+
+def _path(path: object) -> str | None:
     if path is not None and (not isinstance(path, str) or not path.startswith("/")):
         raise InvalidSpec("spec.path", path, "expected an absolute path starting with /")
-    probe = parse_probe(spec.get("probe"))
-    objective = parse_objective(spec.get("slo"))
-    if objective.latency and objective.latency.threshold_ms > probe.timeout_ms:
-        raise InvalidSpec("spec.slo.latency.threshold", objective.latency.threshold_ms,
-                          f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
-    windows, paused = _maintenance(spec, _map(meta.get("annotations"), "metadata.annotations"))
-    created = meta.get("creationTimestamp")
+    return path
+
+
+def parse_routemonitor(obj: Mapping[str, Any], *, default_namespace: str = "default") -> MonitorSpec:
+    """Parse a whole RouteMonitor object (``apiVersion``/``kind``/``metadata``/``spec``); an
+    invalid one raises every field error it has at once."""
+    return collecting(lambda c: _routemonitor(obj, default_namespace, c))
+
+
+def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) -> MonitorSpec:
+    meta = c.get(lambda: mapping(obj.get("metadata"), "metadata"), None)
+    name = c.get(lambda: _name(meta.get("name")), "") if meta is not None else ""
+    namespace = (c.get(lambda: _namespace(meta.get("namespace") or default_namespace), "")
+                 if meta is not None else "")
+    spec = c.get(lambda: mapping(obj.get("spec"), "spec"), None)
+    if spec is None:  # nothing under it can be read: no noise about each missing field
+        return MonitorSpec(namespace=namespace, name=name, target=UrlTarget(""))
+    target = c.get(lambda: parse_target(spec.get("target")), _NO_TARGET)  # in the order a manifest is written
+    path = c.get(lambda: _path(spec.get("path")), None)
+    probe = probe_settings(spec.get("probe"), "spec.probe", c)
+    objective = objective_of(spec.get("slo"), "spec.slo", c)
+    timeout_known = not (c.failed("spec.probe.interval", "spec.probe.timeout") or c.has("spec.probe"))
+    if (objective.latency and objective.latency.threshold_ms > probe.timeout_ms and timeout_known
+            and not c.failed("spec.slo.latency")):
+        c.add("spec.slo.latency.threshold", objective.latency.threshold_ms,
+              f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
+    annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), _EMPTY)
+    windows, paused = _maintenance(spec, annotations, c)
+    created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
-        namespace=str(namespace), name=name, target=parse_target(spec.get("target")), path=path,
-        probe=probe, objective=objective, alerting=parse_alerting(spec.get("alerting")),
-        maintenance=windows, paused=paused,
-        created=None if created is None else parse_instant(created, "metadata.creationTimestamp"),
+        namespace=namespace, name=name, target=target, path=path, probe=probe, objective=objective,
+        alerting=c.get(lambda: parse_alerting(spec.get("alerting")), Alerting()), maintenance=windows, paused=paused,
+        created=None if created is None else c.get(lambda: parse_instant(created, "metadata.creationTimestamp"),
+                                                   None),
     )
 
 
-def _maintenance(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> tuple[tuple[Window, ...], bool]:
+def _maintenance(spec: Mapping[str, Any], annotations: Mapping[str, Any],
+                 c: Collect) -> tuple[tuple[Window, ...], bool]:
     """``spec.maintenance`` and ``spec.paused``, plus the RouteMonitor's own Contract 9 annotations."""
-    windows = parse_windows(spec.get("maintenance"))
+    windows = c.get(lambda: parse_windows(spec.get("maintenance")), _NO_WINDOWS)
     if names.ANN_MAINTENANCE in annotations:
-        windows += annotation_windows(annotations[names.ANN_MAINTENANCE],
-                                      f"metadata.annotations[{names.ANN_MAINTENANCE}]")
-    paused = _bool(spec.get("paused"), "spec.paused", False)
+        windows += c.get(lambda: annotation_windows(annotations[names.ANN_MAINTENANCE],
+                                                    f"metadata.annotations[{names.ANN_MAINTENANCE}]"), _NO_WINDOWS)
+    paused = c.get(lambda: boolean(spec.get("paused"), "spec.paused", False), False)
     if names.ANN_PAUSED in annotations:
-        paused = paused or parse_paused(annotations[names.ANN_PAUSED], f"metadata.annotations[{names.ANN_PAUSED}]")
+        paused = c.get(lambda: parse_paused(annotations[names.ANN_PAUSED],
+                                            f"metadata.annotations[{names.ANN_PAUSED}]"), False) or paused
     return windows, paused
 
 

@@ -55,11 +55,15 @@ def host_problem(url: str) -> str | None:
     return None
 
 
-def url_problem(url: str) -> str | None:
-    """Why ``url`` must not be probed as written (unparsable, no host, user info, bad port), or None."""
+def url_problems(url: str) -> list[str]:
+    """Every reason ``url`` must not be probed as written: unparsable or no host (then nothing
+    else is checked), else user info and a bad port, each."""
     problem = host_problem(url)
     if problem is not None:
-        return problem
-    if has_userinfo(url):
-        return USERINFO_MESSAGE
-    return port_problem(url)
+        return [problem]
+    return [p for p in (USERINFO_MESSAGE if has_userinfo(url) else None, port_problem(url)) if p is not None]
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` must not be probed as written (unparsable, no host, user info, bad port), or None."""
+    return next(iter(url_problems(url)), None)

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from alert_rules.model import bounded, echo
+from alert_rules.fielderrors import bounded, echo
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader when PyYAML was built with it (about 10x faster on thousands of objects)."""

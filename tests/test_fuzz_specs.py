@@ -4,9 +4,9 @@ Generated from a good RouteMonitor by replacing, deleting or adding fields with 
 (any JSON/YAML type, huge numbers, deep nesting, long strings, odd URLs, hosts and ports), and
 from annotation sets with any text values:
 
-- the parser returns a :class:`MonitorSpec` or raises :class:`InvalidSpec` naming a field of
-  what the user wrote (``metadata...`` or ``spec...``), in one line of bounded length: never
-  another exception;
+- the parser returns a :class:`MonitorSpec` or raises :class:`InvalidSpec` naming every invalid
+  field of what the user wrote (``metadata...`` or ``spec...``), each in one line of bounded
+  length, and all of them in one bounded line: never another exception;
 - what the parser accepts, the prober can run (its request builds; a URL target's endpoint
   parses), so ``check`` saying yes means ``standalone`` and the operator run it;
 - against the real apiserver (dry-run create with the CRD's schema): what the schema refuses,
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from alert_rules import names
+from alert_rules import fielderrors, names
 from alert_rules.model import InvalidSpec
 from route_monitor.annotations import monitor_manifest
 from route_monitor.probe.prober import Endpoint, ProbeRequest
@@ -34,7 +34,7 @@ from tests.support.cluster import Cluster
 from tests.support.fuzzing import examples
 from tests.test_crd import GOOD, api
 
-MAX_MESSAGE = 850  # field (200) + reason (300) + echoed value (300)
+MAX_FIELD_ERROR = 850  # field (200) + reason (300) + echoed value (300)
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.integers(-(10**40), 10**40),
@@ -91,8 +91,12 @@ def check_verdict(parse: Any) -> MonitorSpec | None:
         monitor = parse()
     except InvalidSpec as e:
         message = str(e)
-        assert e.field.startswith(("metadata", "spec")), message
-        assert "\n" not in message and len(message) <= MAX_MESSAGE, message[:2000]
+        assert "\n" not in message and len(message) <= fielderrors.MAX_MESSAGE, message[:2000]
+        assert 1 <= len(e.errors) <= fielderrors.MAX_ERRORS, message
+        for error in e.errors:  # every field error of the object, each on one bounded line
+            line = str(error)
+            assert error.field.startswith(("metadata", "spec")), line
+            assert "\n" not in line and len(line) <= MAX_FIELD_ERROR, line[:2000]
         return None
     assert isinstance(monitor, MonitorSpec)
     runs(monitor)

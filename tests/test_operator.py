@@ -9,7 +9,8 @@ HTTP targets. Covers (issue 4; docs/reference.md: annotations, the RouteMonitor 
 - the annotation is removed -> both gone, probing stops; the Route is deleted -> garbage
   collection removes both;
 - a malformed annotation -> Warning event naming annotation, value and what is accepted, no
-  monitor; on an existing monitor the last good spec stays;
+  monitor (several malformed annotations: one event naming each); on an existing monitor the
+  last good spec stays;
 - a RouteMonitor naming a missing Route -> TargetResolved=False, then resolves;
 - Route and Service of the same name -> the Route wins, Warning event on the Service;
 - url targets refused without --allow-url-targets; link-local hosts always refused;
@@ -178,6 +179,19 @@ def test_malformed_annotation_is_a_warning_event_and_no_monitor(
     assert annotation in message and repr(value) in message and expected in message
     assert get(kube, RouteMonitor, "bad", ns) is None
     assert target.count() == 0
+
+
+def test_every_bad_annotation_is_named_in_one_warning_event(kube: Client, operator: Operator, ns: str,
+                                                           target: Target) -> None:
+    bad = {names.ANN_SLO: "100", names.ANN_INTERVAL: "often", names.ANN_PATH: "healthz", names.ANN_PORT: "8080"}
+    kube.create(route(ns, "many", target.host, bad))
+    wait_for(lambda: warnings_for(kube, ns, "Route", "many", "InvalidAnnotation"), timeout=20,
+             what="a Warning event on the Route")
+    [message] = warnings_for(kube, ns, "Route", "many", "InvalidAnnotation")
+    for annotation, value in bad.items():
+        assert f"annotation {annotation}: {value!r} is not accepted" in message, message
+    assert message.endswith("no monitor change was made") and len(message) <= 1024
+    assert get(kube, RouteMonitor, "many", ns) is None
 
 
 def test_malformed_annotation_keeps_the_last_good_monitor(kube: Client, operator: Operator, ns: str,

@@ -2,7 +2,8 @@
 never probed whatever the settings: with ``--allow-url-targets`` a RouteMonitor with a ``url``
 target on loopback is probed; a link-local (cloud metadata) URL is still refused, with a
 ``Forbidden`` condition. Also: a spec the schema accepts but the operator does not (timeout
-longer than the interval) is reported as ``InvalidSpec`` in every condition, nothing probed.
+longer than the interval) is reported as ``InvalidSpec`` in every condition, nothing probed;
+with several such fields, the condition and the Warning event name every one of them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from alert_rules import names
 from route_monitor.operator.kube import RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, admin_client, condition, running_operator, wait_monitor
+from tests.support.operator import (
+    Operator,
+    Target,
+    admin_client,
+    condition,
+    running_operator,
+    wait_monitor,
+    warnings_for,
+)
 
 pytestmark = pytest.mark.cluster
 NS = "url-targets"
@@ -82,3 +91,21 @@ def test_spec_the_operator_rejects_is_reported_in_conditions(kube: Client, opera
         t: ("False", "InvalidSpec") for t in ("Ready", "TargetResolved", "Probing", "RulesApplied")}
     assert "spec.probe.timeout" in condition(m, "Ready")["message"]
     assert operator.sample(names.MONITORS, state="invalid") == 1
+
+
+def test_every_invalid_field_is_named_in_the_condition_and_the_event(kube: Client, operator: Operator) -> None:
+    """Fields the CRD schema accepts and the operator does not, all in one object."""
+    kube.create(monitor("many-bad", {
+        "target": {"url": "http://127.0.0.1:99999/"},
+        "probe": {"interval": "500ms", "expectedStatus": ["599-200"], "bodyRegex": "("},
+        "maintenance": [{"schedule": "0 2 * * SUN", "duration": "2h", "timeZone": "Mars/Olympus"}]}))
+    m = wait_monitor(kube, NS, "many-bad", lambda m: condition(m, "Ready").get("reason") == "InvalidSpec",
+                     "Ready=False/InvalidSpec")
+    fields = ("spec.target.url", "spec.probe.interval", "spec.probe.expectedStatus[0]", "spec.probe.bodyRegex",
+              "spec.maintenance[0].timeZone")
+    message = condition(m, "Ready")["message"]
+    assert message.startswith("5 field errors: ") and all(f in message for f in fields), message
+    wait_for(lambda: warnings_for(kube, NS, "RouteMonitor", "many-bad", "InvalidSpec"), timeout=20,
+             what="a Warning event on the RouteMonitor")
+    [event] = warnings_for(kube, NS, "RouteMonitor", "many-bad", "InvalidSpec")
+    assert all(f in event for f in fields) and len(event) <= 1024, event

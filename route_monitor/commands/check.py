@@ -3,9 +3,10 @@
 stdout: per monitor, where it comes from and what its alerts mean at its probe interval
 (``alert_rules.explain``: bad probes and minutes of full outage that trip each alert, when it
 resolves, and the findings). stderr: one line per problem naming the file, the object and the
-field. Exits 1 when there is an error (warnings do not fail). Contract 9: each monitor's
-warm-up, pause and the start of its next maintenance window, as an absolute date and time with
-its offset (on the window's own clock).
+field; an invalid object gets one line per field error, all at once, and the summary's
+``error(s)`` counts these lines. Exits 1 when there is an error (warnings do not fail).
+Contract 9: each monitor's warm-up, pause and the start of its next maintenance window, as an
+absolute date and time with its offset (on the window's own clock).
 """
 
 from __future__ import annotations

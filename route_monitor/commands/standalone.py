@@ -81,7 +81,7 @@ class Standalone:
         wanted = dict(new.monitors)
         for key in new.failed - set(wanted):
             if key in self.current:
-                say(f"{key[0]}/{key[1]}: keeping its last good spec until the error above is fixed")
+                say(f"{key[0]}/{key[1]}: keeping its last good spec until the errors above are fixed")
                 wanted[key] = self.current[key]
         added = [k for k in wanted if k not in self.current]
         changed = [k for k in wanted if k in self.current and wanted[k] != self.current[k]]

@@ -18,11 +18,14 @@ from typing import Any, Literal
 
 import alert_rules
 from alert_rules import names
-from alert_rules.model import InvalidSpec, RuleDefaults
+from alert_rules.fielderrors import InvalidSpec, bounded
+from alert_rules.model import RuleDefaults
 from route_monitor import resolve, sources
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
 from route_monitor.spec import MonitorSpec, UrlTarget
+
+ANNOTATION_MESSAGE_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,19 @@ def owner_reference(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _annotation_message(e: InvalidSpec) -> str:
-    annotation = e.field.removeprefix("metadata.annotations[").removesuffix("]")
-    shown = "missing" if e.value is None else f"{e.value!r}"
-    return f"annotation {annotation}: {shown} is not accepted: {e.reason}; no monitor change was made"
+    """Every bad annotation of the object, bounded (an Event message holds 1,024 characters)."""
+    parts = []
+    for f in e.errors:
+        annotation = f.field.removeprefix("metadata.annotations[").removesuffix("]")
+        shown = "missing" if f.value is None else f.got
+        parts.append(f"annotation {annotation}: {shown} is not accepted: {f.reason}")
+    if e.omitted:
+        parts.append(f"{e.omitted} more")
+    end = "; no monitor change was made"
+    text = "; ".join(parts)
+    if len(parts) > 1 and len(text) + len(end) > ANNOTATION_MESSAGE_MAX:
+        text = e.summary(ANNOTATION_MESSAGE_MAX - len(end))  # every annotation named, values left out
+    return bounded(text, ANNOTATION_MESSAGE_MAX - len(end)) + end
 
 
 def _is_generated(monitor: Mapping[str, Any] | None) -> bool:
