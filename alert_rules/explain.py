@@ -9,7 +9,7 @@ from alert_rules import durations, names, promql
 from alert_rules.alerts import ABSENT_AFTER, CERT_EXPIRY_WARNING_DAYS, factor_text, pct, severity_of
 from alert_rules.findings import findings
 from alert_rules.model import MonitorSLO
-from alert_rules.rules import LONG_GROUP_INTERVAL, enabled_windows, is_fast
+from alert_rules.rules import enabled_windows, is_fast, tile_of
 from alert_rules.sensitivity import trip
 from alert_rules.sli import SLI, slis
 
@@ -41,7 +41,7 @@ def _sli_lines(slo: MonitorSLO, sli: SLI) -> list[str]:
         if not t.possible:
             lines.append(f"{head}: can never fire (needs more than {pct(t.threshold)} bad probes)")
             continue
-        lag = "" if is_fast(w) else f", evaluated every {LONG_GROUP_INTERVAL}"
+        lag = "" if is_fast(w) else f", evaluated every {tile_of(slo)}"
         lines.append(
             f"{head}: more than {pct(t.threshold)} {bad} in both windows = "
             f"{_plural(t.bad_long, 'bad probe')} within {w.long} and {t.bad_short} within the last {w.short}; "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Literal
 
-from alert_rules import durations, promql
+from alert_rules import durations, promql, tiles
 from alert_rules.alerts import RESERVED_LABELS, factor_text, pct
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows
@@ -121,7 +121,9 @@ def _alerting_findings(slo: MonitorSLO) -> list[Finding]:
 
 def findings(slo: MonitorSLO) -> list[Finding]:
     """Every problem found with the monitor's SLO, errors first, in a stable order."""
-    out = _interval_findings(slo) + _alerting_findings(slo)
+    tile = tiles.probes_problem(slo.tile_ms, slo.interval_ms)
+    out = _interval_findings(slo) + ([] if tile is None else [Finding("error", "spec.probe.interval", tile)])
+    out += _alerting_findings(slo)
     for sli in slis(slo):
         out += _window_findings(slo, sli)
     return sorted(out, key=lambda f: f.severity != "error")

@@ -30,11 +30,6 @@ _M = 60_000
 _H = 3_600_000
 
 
-def _at(ms: int) -> str:
-    """An evaluation time (rounded up to the evaluation grid) as a promtool duration."""
-    return durations.format_ms(max(EVAL_MS, -(-ms // EVAL_MS) * EVAL_MS))
-
-
 def _unliteral(d: dict[str, str]) -> dict[str, str]:
     return {k: v.replace('{{ "{{" }}', "{{") for k, v in d.items()}
 
@@ -42,11 +37,16 @@ def _unliteral(d: dict[str, str]) -> dict[str, str]:
 class _Fixture:
     def __init__(self, slo: MonitorSLO) -> None:
         self.slo = slo
+        self.eval_ms = min(EVAL_MS, slo.tile_ms)  # a minute, or a shorter tile: one tile per subquery step
         self.ident = promql.monitor_matchers(slo.namespace, slo.name)
         lat = slo.objective.latency
         self.le = None if lat is None else names.le_label(lat.threshold_ms / 1000)
         self.rules = {(r["alert"], r["labels"].get(names.LABEL_LONG, "")): r
                       for g in rule_groups(slo) for r in g["rules"] if "alert" in r}
+
+    def at(self, ms: int) -> str:
+        """An evaluation time (rounded up to the evaluation grid) as a promtool duration."""
+        return durations.format_ms(max(self.eval_ms, -(-ms // self.eval_ms) * self.eval_ms))
 
     def n(self, ms: int) -> int:
         return max(1, ms // self.slo.interval_ms)
@@ -71,16 +71,16 @@ class _Fixture:
     def firing(self, rule: dict[str, Any], at_ms: int) -> dict[str, Any]:
         labels = {"alertname": rule["alert"], "alertstate": "firing", **self.alert_labels(rule)}
         sel = promql.selector("ALERTS", tuple(sorted(labels.items())))
-        return {"expr": sel, "eval_time": _at(at_ms), "exp_samples": [{"labels": sel, "value": 1}]}
+        return {"expr": sel, "eval_time": self.at(at_ms), "exp_samples": [{"labels": sel, "value": 1}]}
 
     def none(self, at_ms: int, span_ms: int, alertname: str = _BURN, **labels: str) -> dict[str, Any]:
         """No alert matching ``alertname`` (regex) and ``labels`` at any evaluation in the span."""
         sel = promql.alerts_selector(alertname, (*self.ident, ("alertstate", "firing"), *labels.items()))
-        return {"expr": promql.count_over(sel, durations.format_ms(span_ms)), "eval_time": _at(at_ms),
+        return {"expr": promql.count_over(sel, durations.format_ms(span_ms)), "eval_time": self.at(at_ms),
                 "exp_samples": []}
 
     def exact(self, alertname: str, rules: list[dict[str, Any]], at_ms: int) -> dict[str, Any]:
-        return {"alertname": alertname, "eval_time": _at(at_ms),
+        return {"alertname": alertname, "eval_time": self.at(at_ms),
                 "exp_alerts": [{"exp_labels": self.alert_labels(r), "exp_annotations": _unliteral(r["annotations"])}
                                for r in rules]}
 
@@ -89,9 +89,9 @@ class _Fixture:
         hist, out, rec = 30 * _M, 90 * _M, 45 * _M
         tl = self.timeline(steps("ok", self.n(hist)) + steps("fail", self.n(out)) + steps("ok", self.n(rec)))
         start, end = self.n(hist) * self.slo.interval_ms, (self.n(hist) + self.n(out)) * self.slo.interval_ms
-        expr = [self.none(start - EVAL_MS, start - EVAL_MS)]
+        expr = [self.none(start - self.eval_ms, start - self.eval_ms)]
         alerts = []
-        sim = Sim(tl, self.slo.interval_ms)
+        sim = Sim(tl, self.slo.interval_ms, self.slo.tile_ms)
         for sli in slis(self.slo):
             expected, sure = [], True
             for w in enabled_windows(self.slo):
@@ -107,8 +107,8 @@ class _Fixture:
                                             + 2 * _M))
             if sure:
                 alerts.append(self.exact(sli.alert, expected, end))
-        expr.append(self.none(end + 10 * _M, EVAL_MS, names.ALERT_ERROR_BUDGET_BURN, long="1h", short="5m"))
-        expr.append(self.none(end + 40 * _M, EVAL_MS, severity=names.SEVERITY_CRITICAL))
+        expr.append(self.none(end + 10 * _M, self.eval_ms, names.ALERT_ERROR_BUDGET_BURN, long="1h", short="5m"))
+        expr.append(self.none(end + 40 * _M, self.eval_ms, severity=names.SEVERITY_CRITICAL))
         if not self.slo.alerting.page:
             expr.append(self.none(end, end, severity=names.SEVERITY_CRITICAL))
         if not self.slo.alerting.ticket:
@@ -143,8 +143,8 @@ class _Fixture:
         gapless = promql.count_over(promql.selector(names.error_ratio_record("5m"), self.ident), "1h")
         return self.group("prober restart and move to another pod fire nothing, leave no gap", tl, [
             self.none(end, end, alertname=".+"),
-            {"expr": gapless, "eval_time": _at(end), "exp_samples": [
-                {"labels": promql.selector("", self.ident), "value": _H // EVAL_MS + 1}]},
+            {"expr": gapless, "eval_time": self.at(end), "exp_samples": [
+                {"labels": promql.selector("", self.ident), "value": _H // self.eval_ms + 1}]},
         ])
 
     def absent(self) -> list[dict[str, Any]]:
@@ -217,5 +217,5 @@ def promtool_tests(slo: MonitorSLO, rule_file: str) -> dict[str, Any]:
     f = _Fixture(slo)
     groups = [f.hard_outage(), *f.single_failure(), f.slow_burn(), f.restart_and_move(), *f.absent(),
               f.certificate(), *f.latency(), *f.maintenance()]
-    return {"rule_files": [rule_file], "evaluation_interval": durations.format_ms(EVAL_MS),
+    return {"rule_files": [rule_file], "evaluation_interval": durations.format_ms(f.eval_ms),
             "tests": [g for g in groups if g is not None]}

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from alert_rules import durations, names
 from alert_rules.fielderrors import InvalidSpec as InvalidSpec
+from alert_rules.tiles import DEFAULT_TILE_MS
 
 DAY_MS = 86_400_000
 DEFAULT_PERIOD_MS = 30 * DAY_MS
@@ -89,6 +90,8 @@ class MonitorSLO:
     objective: Objective
     interval_ms: int = 30_000
     alerting: Alerting = field(default_factory=Alerting)
+    tile_ms: int = DEFAULT_TILE_MS
+    """Installation-wide: the long windows' tile and their group's interval (``alert_rules.tiles``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +105,9 @@ class RuleDefaults:
     object_labels: tuple[tuple[str, str], ...] = ()
     """``--rule-label``: labels on every generated PrometheusRule object (e.g. ``release`` for
     kube-prometheus-stack's rule selector)."""
+    tile_ms: int = DEFAULT_TILE_MS
+    """``--tile`` (``rules`` and ``standalone`` only): see ``alert_rules.tiles``."""
 
     def apply(self, slo: MonitorSLO) -> MonitorSLO:
         alerting = replace(slo.alerting, runbook_base=self.runbook_base, dashboard_base=self.dashboard_base)
-        return replace(slo, alerting=alerting)
+        return replace(slo, alerting=alerting, tile_ms=self.tile_ms)

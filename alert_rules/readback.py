@@ -24,9 +24,11 @@ objective in force at the end of the range, and the burn alerts that fired (``AL
 
 from __future__ import annotations
 
-from alert_rules import names, promql
-from alert_rules.rules import TILE
+from alert_rules import durations, names, promql
+from alert_rules.tiles import DEFAULT_TILE_MS
 
+TILE = durations.format_ms(DEFAULT_TILE_MS)
+"""The operator generates only the default tile (``alert_rules.tiles``), so that is what it reads."""
 BURN_WINDOW = "1h"
 ALERT_NAMES = "RouteMonitor.+"
 

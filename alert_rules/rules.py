@@ -11,7 +11,7 @@ Two groups per monitor, designed for thousands of monitors in one Prometheus:
     samples it reads, so the guard's count is inline in the alert and
     ``RouteMonitorProbesAbsent`` reuses the 5m ratio (0/0 or gone, for 5m).
 
-``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``)
+``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``, the tile)
     Each evaluation records one 5-minute *tile* from the counters (all probes, bad or fast
     probes: the exact difference of each counter from 5 minutes ago, two sample lookups; the
     bad-probe count: ~10 raw samples) and sums tiles into the 30m, 2h, 6h, 1d and 3d windows
@@ -24,7 +24,9 @@ Two groups per monitor, designed for thousands of monitors in one Prometheus:
     whatever the evaluation cadence (5m in production, every step in ``promtool test rules``):
     tiles never overlap, so counts are never doubled. Alerts only read records written in the
     same evaluation of their own group, never a sample up to 5 minutes old from another group,
-    which the default 5m lookback could miss.
+    which the default 5m lookback could miss. A test or demo stack may shorten the tile
+    (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30 seconds, with the
+    same windows and thresholds); record names carry the tile.
 
 ``route-monitor/<namespace>/<name>/period`` (``interval: 1h``)
     The availability over the whole SLO period and the error budget left, for dashboards
@@ -54,17 +56,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, names, promql
+from alert_rules import alerts, durations, names, promql, tiles
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
 from alert_rules.windows import AlertWindow, alert_windows, windows_of
 
-TILE = "5m"
-LONG_GROUP_INTERVAL = TILE
-"""The long-window group's interval is the tile length: one tile per evaluation."""
 HOUR_TILE = "1h"
 PERIOD_GROUP_INTERVAL = HOUR_TILE
-"""The period group records one hourly tile (12 five-minute tiles) per evaluation."""
+"""The period group records one hourly tile (12 five-minute tiles by default) per evaluation."""
 FAST_MAX_MS = 3_600_000
 """Window pairs whose long window is at most 1h (the 1h/5m page) are evaluated in the fast
 group, their windows computed from the raw counters; every other window is summed from tiles."""
@@ -79,6 +78,12 @@ def is_fast(window: AlertWindow) -> bool:
     return window.long_ms <= FAST_MAX_MS
 
 
+def tile_of(slo: MonitorSLO) -> str:
+    """The monitor's tile as a duration (``5m``): also the long-window group's interval."""
+    tiles.check(slo.tile_ms)
+    return durations.format_ms(slo.tile_ms)
+
+
 def group_names(slo: MonitorSLO) -> tuple[str, str, str]:
     base = f"route-monitor/{slo.namespace}/{slo.name}"
     return base, f"{base}/long-windows", f"{base}/period"
@@ -91,11 +96,11 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
     return {"record": record, "expr": expr, "labels": alerts.identity(slo)}
 
 
-def _burn_expr(sli: SLI, w: AlertWindow) -> str:
+def _burn_expr(sli: SLI, w: AlertWindow, tile: str) -> str:
     """Both ratios above the threshold, and the guard inline (its count is needed nowhere else,
     and a recording rule per monitor costs an evaluation and a series of its own)."""
     threshold = w.threshold(sli.budget)
-    count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, TILE)
+    count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, tile)
     return promql.all_of(
         promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
         promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
@@ -115,7 +120,7 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
             w = durations.format_ms(ms)
             rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
     for sli in slis(slo):
-        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if is_fast(w)]
+        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w, tile_of(slo))) for w in windows if is_fast(w)]
     first = slis(slo)[0]
     rules.append(alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m"))))
     return {"name": group_names(slo)[0], "rules": rules}
@@ -133,33 +138,33 @@ def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     all_windows = windows_of(alert_windows(slo.objective.period_ms))
-    first = slis(slo)[0]
-    all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, TILE))
-    rules = [*_constants(slo), _record(slo, names.probes_increase_record(TILE), all_tile)]
+    first, tile = slis(slo)[0], tile_of(slo)
+    all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, tile))
+    rules = [*_constants(slo), _record(slo, names.probes_increase_record(tile), all_tile)]
     for sli in slis(slo):
-        rules.append(_record(slo, sli.good_or_bad_tile_record(TILE), sli.tile_from_counters(TILE)))
-        rules.append(_record(slo, sli.count_record(TILE), sli.bad_count_from_counters(TILE)))
+        rules.append(_record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile)))
+        rules.append(_record(slo, sli.count_record(tile), sli.bad_count_from_counters(tile)))
         for ms in all_windows:
             if ms not in _fast_windows(slo):
                 w = durations.format_ms(ms)
-                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, TILE)))
+                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, tile)))
     for sli in slis(slo):
-        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w)) for w in windows if not is_fast(w)]
+        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w, tile)) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
-    return {"name": group_names(slo)[1], "interval": LONG_GROUP_INTERVAL, "rules": rules}
+    return {"name": group_names(slo)[1], "interval": tile, "rules": rules}
 
 
 def _period_group(slo: MonitorSLO) -> dict[str, Any]:
     """The availability SLI over the whole SLO period, for dashboards and readers of the budget:
-    hourly tiles summed from the 5-minute ones, then the period summed from the hourly ones
+    hourly tiles summed from the 5-minute (or shortened) ones, then the period summed from the hourly ones
     (720 samples for 30 days, once an hour, instead of 8,640 five-minute tiles or a 30-day
     ``increase()`` over raw samples at every dashboard refresh). Up to an hour behind; no alert
     reads it. Until its first evaluation (up to an hour after the rules load) the series is absent."""
-    sli = slis(slo)[0]
+    sli, tile = slis(slo)[0], tile_of(slo)
     period = durations.format_ms(slo.objective.period_ms)
     probes, errors = names.probes_increase_record, names.errors_increase_record
-    rules = [_record(slo, record(HOUR_TILE), promql.tiles_sum(sli.record_sel(record(TILE)), HOUR_TILE, TILE))
+    rules = [_record(slo, record(HOUR_TILE), promql.tiles_sum(sli.record_sel(record(tile)), HOUR_TILE, tile))
              for record in (probes, errors)]
     over_period = [promql.tiles_sum(sli.record_sel(record(HOUR_TILE)), period, HOUR_TILE)
                    for record in (errors, probes)]

@@ -2,7 +2,8 @@
 outcome is certain (numbers only; the real verdict is promtool's).
 
 Prometheus' ratios are extrapolated and the long windows are summed from 5-minute tiles read
-at aligned steps, so a window may end up to 5 minutes early and span up to one tile more;
+at aligned steps, so a window may end up to one tile (5 minutes by default) early and span
+up to one tile more;
 counts of bad probes are exact or lower. :meth:`Sim.fires` answers True or False only when
 every such variant agrees with a 5% margin on the ratios, else None.
 """
@@ -19,7 +20,6 @@ from alert_rules.sli import slis
 from alert_rules.timeline import Timeline, steps
 from alert_rules.windows import AlertWindow
 
-_TILE_MS = 300_000
 _EVAL_MS = 60_000
 MAX_SCENARIO_MS = 8 * 3_600_000
 MARGIN = 0.05
@@ -28,9 +28,10 @@ SLOW_BURN_RATES = (5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.25)
 
 
 class Sim:
-    def __init__(self, tl: Timeline, interval_ms: int) -> None:
+    def __init__(self, tl: Timeline, interval_ms: int, tile_ms: int) -> None:
         self.tl = tl
         self.interval_ms = interval_ms
+        self.tile_ms = tile_ms
 
     def _one(self, kind: str, w: AlertWindow, thr: float, at_ms: int, lag: int, extra: int) -> bool | None:
         end = (at_ms - lag) // self.interval_ms
@@ -45,7 +46,8 @@ class Sim:
         return None
 
     def fires(self, kind: str, w: AlertWindow, threshold: Decimal, at_ms: int) -> bool | None:
-        combos = [(0, 0)] if is_fast(w) else [(0, 0), (_TILE_MS, 0), (0, _TILE_MS), (_TILE_MS, _TILE_MS)]
+        tile = self.tile_ms
+        combos = [(0, 0)] if is_fast(w) else [(0, 0), (tile, 0), (0, tile), (tile, tile)]
         verdicts = {self._one(kind, w, float(threshold), at_ms, lag, extra) for lag, extra in combos}
         return verdicts.pop() if len(verdicts) == 1 else None
 
@@ -72,8 +74,9 @@ def slow_burn_period(slo: MonitorSLO) -> tuple[Timeline, AlertWindow, int] | Non
         while len(parts) < length:
             parts += steps("ok", k - 1) + steps("fail", 1)
         tl = Timeline(slo.namespace, slo.name, tuple(parts))
-        sim = Sim(tl, interval)
-        times = range(_EVAL_MS, len(parts) * interval + 1, _EVAL_MS)
+        sim = Sim(tl, interval, slo.tile_ms)
+        every = min(_EVAL_MS, slo.tile_ms)
+        times = range(every, len(parts) * interval + 1, every)
         if any(sim.fires("availability", w, w.threshold(sli.budget), t) is not False for w in pages for t in times):
             continue
         for t in reversed(times):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import prometheus_client
 
+from alert_rules import tiles
 from route_monitor import __version__
 
 
@@ -38,6 +39,21 @@ def _url(text: str) -> str:
         shown = "the URL" if "@" in text else repr(text[:100])  # never echo credentials
         raise argparse.ArgumentTypeError(f"{shown}: expected an http(s) URL without credentials")
     return text
+
+
+def _tile(text: str) -> int:
+    try:
+        return tiles.parse(text)
+    except tiles.TileError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--tile ").removeprefix("--tile: ")) from None
+
+
+def _tile_flag(parser: argparse.ArgumentParser) -> None:
+    """``standalone`` and ``rules`` only: the operator's SLO read-back sums default tiles."""
+    parser.add_argument("--tile", type=_tile, default=tiles.DEFAULT_TILE_MS, metavar="DURATION",
+                        help="length of the tiles the long windows are summed from, and their rule group's "
+                             "interval (default 5m). For test and demo stacks probing every few seconds: 30s "
+                             "opens tickets within a minute or two, at ten times the evaluation cost")
 
 
 def _rule_flags(parser: argparse.ArgumentParser) -> None:
@@ -105,12 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "(repeatable; the monitor's path still applies)")
     st.add_argument("--cluster-domain", default="cluster.local",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
+    _tile_flag(st)
 
     ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
     ru.add_argument("paths", nargs="*", metavar="PATH")
     ru.add_argument("--operator", action="store_true",
                     help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
     _rule_flags(ru)
+    _tile_flag(ru)
     ru.add_argument("--job", default="route-monitor",
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",

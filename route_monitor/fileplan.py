@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from alert_rules.fielderrors import echo
+from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
@@ -46,6 +47,8 @@ class Options:
     service_urls: Mapping[Key, str] = field(default_factory=dict)
     """(namespace, Service name) -> URL to probe instead of the Service's cluster DNS name."""
     cluster_domain: str = "cluster.local"
+    tile_ms: int = DEFAULT_TILE_MS
+    """``--tile``: the generated rules' tile (``alert_rules.tiles``), which findings check against each interval."""
 
 
 def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
@@ -90,9 +93,10 @@ def _key_of(ref: str) -> Key | None:
 
 
 def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
+    options = options or Options()
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
-    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found)])
+    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found, options.tile_ms)])
     for p in found.problems:
         key = _key_of(p.ref)
         if key is not None and not p.warning:
@@ -101,7 +105,7 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     for spec in found.monitors:
         source = found.sources.get(spec.key, "")
         try:
-            target = _resolve(spec, found, options or Options())
+            target = _resolve(spec, found, options)
         except TargetError as e:
             ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
             out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))

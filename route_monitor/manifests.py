@@ -10,11 +10,11 @@ field error (all at once), and one bad object never hides the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from alert_rules import findings, names
+from alert_rules import findings, names, tiles
 from alert_rules.model import InvalidSpec
 from route_monitor import sources, yamlread
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
@@ -166,10 +166,12 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
     return out
 
 
-def finding_problems(docs: Iterable[Manifest], found: Collection) -> list[ManifestError]:
+def finding_problems(docs: Iterable[Manifest], found: Collection,
+                     tile_ms: int = tiles.DEFAULT_TILE_MS) -> list[ManifestError]:
     """What the rule generator finds about each monitor's objective (``alert_rules.findings``:
     e.g. a page that can never fire), as problems naming the file, the object and the field
-    the user wrote: the annotation for monitors made from an annotated source."""
+    the user wrote: the annotation for monitors made from an annotated source. ``tile_ms``: the
+    rules' tile (``--tile``), which must hold enough of each monitor's probes."""
     by_source = {d.source: d for d in docs}
     out: list[ManifestError] = []
     for spec in found.monitors:
@@ -177,7 +179,7 @@ def finding_problems(docs: Iterable[Manifest], found: Collection) -> list[Manife
         doc = by_source.get(source)
         ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
         annotated = doc is not None and doc.kind in sources.BY_KIND_NAME
-        for f in findings(spec.slo()):
+        for f in findings(replace(spec.slo(), tile_ms=tile_ms)):
             annotation = annotation_for(f.field) if annotated else None
             field_name = f"metadata.annotations[{annotation}]" if annotation else f.field
             out.append(ManifestError(source, ref, field_name, f.message, f.severity == "warning"))

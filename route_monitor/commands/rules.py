@@ -2,6 +2,7 @@
 
 Reads RouteMonitors and annotated Routes/HTTPRoutes/Ingresses/Services, prints the generated rules: one plain
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
+``--tile 30s`` shortens the long windows' tiles (test and demo stacks, ``alert_rules.tiles``).
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
 document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
 route-monitor's own alerts instead (``deploy/base/operator-rules.yaml`` is that output).
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -24,6 +25,7 @@ from alert_rules.model import RuleDefaults
 from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_rule, operator_rule_groups
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.render import to_yaml, with_header
+from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import manifests
 from route_monitor.spec import MonitorSpec
 
@@ -40,11 +42,12 @@ class Loaded:
         return any(not p.warning for p in self.problems)
 
 
-def load(paths: Sequence[str]) -> Loaded:
-    """Manifests -> monitors, with every problem: unreadable files, invalid specs, findings."""
+def load(paths: Sequence[str], tile_ms: int = DEFAULT_TILE_MS) -> Loaded:
+    """Manifests -> monitors, with every problem: unreadable files, invalid specs, findings
+    (those for rules with ``tile_ms`` tiles)."""
     docs, problems = manifests.load(paths)
     coll = manifests.collect(docs)
-    problems = [*problems, *coll.problems, *manifests.finding_problems(docs, coll)]
+    problems = [*problems, *coll.problems, *manifests.finding_problems(docs, coll, tile_ms)]
     return Loaded(coll.monitors, problems, coll.sources)
 
 
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.paths:
         print("rules: error: give a PATH of manifests (or --operator for route-monitor's own alerts)", file=err)
         return 2
-    loaded = load(args.paths)
+    loaded = load(args.paths, args.tile)
     report(loaded.problems, err)
     if loaded.failed:
         return 1
@@ -121,9 +124,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route, HTTPRoute, Ingress or "
               "Service found", file=err)
         return 1
-    text = render(loaded.monitors, args.format, rule_defaults(args))
+    defaults = replace(rule_defaults(args), tile_ms=args.tile)
+    text = render(loaded.monitors, args.format, defaults)
     if args.tests:
-        write_tests(loaded.monitors, Path(args.tests), rule_defaults(args))
+        write_tests(loaded.monitors, Path(args.tests), defaults)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

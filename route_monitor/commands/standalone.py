@@ -1,10 +1,11 @@
 """``route-monitor standalone PATH...``: the probe engine on monitors read from YAML files.
 
 Serves ``/metrics`` (``--metrics-address``), writes the generated rules to ``--rules-dir`` as
-plain Prometheus rule files, re-reads the files when they change (polling), and exits 0 on
-SIGTERM/SIGINT. Problems go to stderr naming the file, the object and the field; with nothing
-valid to monitor at start-up the exit status is 2. On a reload, a monitor whose manifest became
-invalid keeps its last good spec (and the error is printed); one removed from the files stops.
+plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``), re-reads the
+files when they change (polling), and exits 0 on SIGTERM/SIGINT. Problems go to stderr naming
+the file, the object and the field; with nothing valid to monitor at start-up the exit status
+is 2. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
+error is printed); one removed from the files stops.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -99,7 +101,8 @@ class Standalone:
         event loop keeps probing meanwhile). Only monitors whose SLO changed are re-rendered."""
         if self.rules is None:
             return
-        written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo() for p in self.current.values()])
+        written, deleted = await asyncio.to_thread(self.rules.sync, [replace(p.spec.slo(), tile_ms=self.options.tile_ms)
+                                                                   for p in self.current.values()])
         if written or deleted:
             say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
 
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
-                          getattr(args, "cluster_domain", "cluster.local"))
+                          getattr(args, "cluster_domain", "cluster.local"), args.tile)
         tls, extra_trust = contexts_from_env(os.environ)
     except (ValueError, TrustError) as e:
         say(f"error: {e}")

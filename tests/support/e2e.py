@@ -9,8 +9,9 @@ Three monitors in namespace ``shop``, probed every second:
 - ``api`` (99.5%, latency: 95% under 250ms): HTTPS with a certificate from a test CA
   (``insecureSkipVerify``), so the latency and certificate-expiry series exist.
 
-Standalone writes the generated rule files; Prometheus (1s scrape and evaluation) loads them
-and sends alerts to Alertmanager running the shipped configuration.
+Standalone writes the generated rule files (``run_stack``: with ``--tile 30s``, so the long
+windows hold a first tile within about a minute instead of 5 to 10); Prometheus (1s scrape and
+evaluation) loads them and sends alerts to Alertmanager running the shipped configuration.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from tests.support.prometheus import Paging, Prometheus, run_paging, run_prometh
 from tests.support.servers import Targets
 
 MONITORS = ("checkout", "cart", "api")
+TILE = "30s"
+"""The long windows' tile of ``run_stack``'s rules (``alert_rules.tiles``): ten probes at least."""
 
 
 class Switch:
@@ -94,12 +97,14 @@ class Stack:
 
 
 @contextmanager
-def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS)) -> Iterator[str]:
-    """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` rule files exist."""
+def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: str | None = None) -> Iterator[str]:
+    """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` rule files exist.
+    ``tile``: its ``--tile`` (default: the production 5m)."""
     port = free_port()
     log = (folder / "standalone.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
-                             "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules)],
+                             "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules),
+                             *(["--tile", tile] if tile else [])],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: len(list(rules.glob("*.yml"))) == count, timeout=30, what="rule files")
@@ -119,7 +124,7 @@ def run_stack(folder: Path) -> Iterator[Stack]:
         (folder / "monitors" / "shop.yaml").write_text(manifests(
             targets.http(checkout), targets.http(EveryNth(5)), targets.https()))
         rules = folder / "rules"
-        metrics = stack.enter_context(standalone(folder, rules))
+        metrics = stack.enter_context(standalone(folder, rules, tile=TILE))
         paging = stack.enter_context(run_paging(folder / "alertmanager"))
         prom = stack.enter_context(run_prometheus(folder / "prometheus", targets=[metrics], rules_dir=rules,
                                                   alertmanager=paging.alertmanager.address))
