@@ -93,6 +93,8 @@ class Reconciler:
         self.rules = RuleSync(kube)
         self._written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
+        self._first_wait: dict[Key, float] = {}
+        """New monitors whose first status waits for their first probe result: since when."""
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
         self._monitor_warned: dict[Key, tuple[str, str]] = {}
         self._status_bucket = TokenBucket(settings.status_writes_per_second)
@@ -175,7 +177,7 @@ class Reconciler:
         self._valid.discard(key)
         if self.credentials is not None:
             self.credentials.forget(key)
-        for cache in (self.results, self._written, self._written_at, self._monitor_warned):
+        for cache in (self.results, self._written, self._written_at, self._first_wait, self._monitor_warned):
             cache.pop(key, None)
         self.metrics.set_state(key, None)
 
@@ -266,9 +268,27 @@ class Reconciler:
         self._schedule(key, wait)
         return old
 
+    def _await_first_result(self, key: Key, written: Mapping[str, Any] | None, obs: status.Observed,
+                            now: float) -> bool:
+        """Hold back the first status of a new monitor that is probing and has no result yet, until
+        its first result (which enqueues it) or ``first_status_within`` seconds: the result then
+        rides on the one write. Anything else (no target, rules failed, invalid) is written at once."""
+        if (written or obs.last_result is not None or not isinstance(obs.target, ResolvedTarget)
+                or obs.rules_error is not None or obs.finding_errors):
+            self._first_wait.pop(key, None)
+            return False
+        wait = self._first_wait.setdefault(key, now) + self.settings.first_status_within - now
+        if wait <= 0:
+            return False
+        self._schedule(key, wait)
+        return True
+
     async def _write_status(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
         written = self._written.get(key) or body.get("status")
         now = self._clock()
+        if self._await_first_result(key, written, obs, now):
+            return
+        self._first_wait.pop(key, None)
         new = status.build(obs, written, now, self._probe_to_write(key, written, now))
         if status.significant(new) == status.significant(written):
             return
