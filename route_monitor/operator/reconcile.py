@@ -57,6 +57,14 @@ def _log_ready_transition(key: Key, before: Mapping[str, Any] | None, after: Map
         log.info("%s/%s Ready=%s (%s): %s", *key, *new, extra=monitor_extra(key))
 
 
+def _fingerprint(spec: MonitorSpec, uid: str) -> int | None:
+    """What a monitor's PrometheusRule is made from (its spec, its uid as owner), hashed; None if unhashable."""
+    try:
+        return hash((spec, uid))
+    except TypeError:
+        return None
+
+
 class RetryLater(Exception):
     """The reconcile wrote what it could (status says what failed); try again after a backoff."""
 
@@ -93,6 +101,9 @@ class Reconciler:
         self.rules = RuleSync(kube)
         self._written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
+        self._rule_input: dict[Key, int] = {}
+        """Hash of (spec, monitor uid) each monitor's rule was last synced from: an unchanged spec
+        skips rendering the PrometheusRule (~0.4 ms) on every later reconcile."""
         self._first_wait: dict[Key, float] = {}
         """New monitors whose first status waits for their first probe result: since when."""
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
@@ -185,6 +196,7 @@ class Reconciler:
         """The monitor is gone: also what is known of its PrometheusRule (garbage-collected with it)."""
         self._stop(key)
         self.rules.forget(key)
+        self._rule_input.pop(key, None)
 
     async def _monitor(self, key: Key) -> None:
         body = self.world.monitors.get(key)
@@ -248,11 +260,19 @@ class Reconciler:
         self._monitor_warned[key] = why
 
     async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> RulesOutcome:
+        name = names.prometheus_rule_name(key[1])
+        source = _fingerprint(spec, ownership.uid_of(body))
+        if source is not None and self._rule_input.get(key) == source and self.rules.current(key, name):
+            return RulesOutcome(name)
+        self._rule_input.pop(key, None)
         try:
             rule = plan.rule_object(spec, body, self.settings.rules)
         except InvalidSpec as e:
-            return RulesOutcome(names.prometheus_rule_name(key[1]), f"no rules can be generated: {e}")
-        return await self.rules.sync(key, rule)
+            return RulesOutcome(name, f"no rules can be generated: {e}")
+        outcome = await self.rules.sync(key, rule)
+        if outcome.error is None and source is not None:
+            self._rule_input[key] = source
+        return outcome
 
     def _probe_to_write(self, key: Key, written: Mapping[str, Any] | None, now: float) -> Mapping[str, Any] | None:
         """lastProbe to write: the newest result if its outcome changed and the rate bound allows,
