@@ -131,6 +131,15 @@ class Reconciler:
         self._stop(key)
         self._warned.pop(key, None)
 
+    def status_seen(self, key: Key) -> None:
+        """The watch brought the monitor back with the status last written: keep that one copy (the
+        world's), not a second one here (a few KiB per monitor)."""
+        written = self._written.get(key)
+        body = self.world.monitors.get(key)
+        if written is not None and body is not None and \
+                status.significant(body.get("status")) == status.significant(written):
+            del self._written[key]
+
     def start_probing(self, key: Key) -> None:
         """Probe a monitor this replica just took over at once, before its reconcile (API writes,
         status) comes round in the queue: a takeover of hundreds of monitors would otherwise leave

@@ -146,7 +146,8 @@ class RuleSync:
             return RulesOutcome(name)
         return await self._update(key, name, rule, desired, found)
 
-    async def _update(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes, known: _Known) -> RulesOutcome:
+    async def _update(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes,
+                      known: _Known) -> RulesOutcome:
         try:
             applied = await self._kube.replace_rule(rule, known.uid, known.resource_version)
         except Exception as e:

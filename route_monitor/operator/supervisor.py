@@ -22,7 +22,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
-from route_monitor.operator.world import KINDS, Key, Kind, World
+from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,8 @@ class Supervisor:
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
         for key in self.world.observe(kind, event_type, obj):
             self.enqueue(key)
+        if kind == "routemonitor":
+            self.reconciler.status_seen(key_of(obj))
 
     async def prime(self) -> None:
         """Fill the world from one list of each kind before any reconcile, so that a restart

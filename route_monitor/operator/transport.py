@@ -86,9 +86,12 @@ def _mapped(request: httpx2.Request) -> Iterator[None]:
         raise httpx2.TransportError(str(e) or type(e).__name__) from e
 
 
-def for_config(config: KubeConfig) -> AiohttpTransport:
-    """The transport for ``config``'s current context, with the TLS lightkube would set up."""
+def for_config(config: KubeConfig) -> AiohttpTransport | None:
+    """The transport for ``config``'s current context, with the TLS lightkube would set up; None
+    (httpx's own) when the context is incomplete, so lightkube reports what is missing."""
     single = config.get()
+    if single is None or single.user is None:
+        return None
     context: ssl.SSLContext | bool = False
     if single.cluster.server.startswith("https"):
         context = verify_cluster(single.cluster, single.user, single.abs_file)
