@@ -22,6 +22,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
+from route_monitor.operator.trim import HeapTrimmer
 from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
@@ -72,6 +73,7 @@ class Supervisor:
         self._again: set[Key] = set()
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._failures: dict[Key, int] = {}
+        self._trimmer = HeapTrimmer()
 
     # --- inputs -----------------------------------------------------------------------------
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -183,6 +185,9 @@ class Supervisor:
             if key in self._again:
                 self._again.discard(key)
                 self.enqueue(key)
+            self._trimmer.done()
+            if self.idle:
+                self._trimmer.idle()
 
     def _failed(self, key: Key, error: Exception) -> None:
         n = self._failures[key] = self._failures.get(key, 0) + 1
