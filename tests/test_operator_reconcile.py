@@ -214,3 +214,19 @@ async def test_a_taken_over_monitor_is_probed_before_its_reconcile_and_a_lost_on
     rec.results[KEY] = probe(True, 1000.0)
     await rec.reconcile(KEY)  # owned again: the rule is known, so no create and no read
     assert kube.names()[writes:] == ["status"]
+
+
+async def test_the_status_written_is_kept_once_the_watch_brings_it_back() -> None:
+    """The world's copy of the monitor, with the status as written, is the only one kept; nothing
+    is written again for it."""
+    rec, kube, _, clock, _ = setup()
+    rec.results[KEY] = probe(True, 1000.0)
+    await rec.reconcile(KEY)
+    [(_, written)] = [c for c in kube.calls if c[0] == "status"]
+    body = rec.world.monitors[KEY]
+    rec.world.observe("routemonitor", "MODIFIED", {**body, "status": written})
+    rec.status_seen(KEY)
+    assert KEY not in rec._written
+    clock.now = 1030.0
+    await rec.reconcile(KEY)
+    assert kube.names().count("status") == 1

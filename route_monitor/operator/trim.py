@@ -32,10 +32,10 @@ def _malloc_trim() -> Callable[[], object] | None:
 class HeapTrimmer:
     """``done()`` after each reconcile, ``idle()`` when the queue is empty."""
 
-    def __init__(self, after: int = 200) -> None:
+    def __init__(self, after: int = 200, trim: Callable[[], object] | None = None) -> None:
         self._after = after
         self._count = 0
-        self._trim = _malloc_trim()
+        self._trim = trim or _malloc_trim()
 
     def done(self) -> None:
         self._count += 1
