@@ -208,7 +208,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         time.sleep(5)  # let status writes settle
         after = operator_requests(cluster)
         cpu_after = cpu_all(cluster, op)
+        probes_first = target.total
         result["cpu_seconds_first_phase"] = {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}
+        result |= steady_state(cluster, op, target, args.steady, cpu_after,
+                               cpu_after["operator"] - cpu_before["operator"], probes_first, args.routes)
         writes = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
         own = {f"{s.labels['verb']} {s.labels['resource']}": s.value for s in _own_counters(op)}
         result["routes"] = args.routes
@@ -239,6 +242,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def steady_state(cluster: Cluster, op: Operator, target: FirstHits, seconds: float, cpu_first: dict[str, float],
+                 first: float, probes_first: int, routes: int) -> dict[str, Any]:
+    """The operator's CPU per probe once nothing changes (only probing), and with it the first
+    phase's CPU per new monitor without the probes it made meanwhile (each monitor is probed
+    about twice before the phase ends): what reconciling a new monitor costs."""
+    if seconds <= 0:
+        return {}
+    probes0 = target.total
+    time.sleep(seconds)
+    cpu = cpu_all(cluster, op)
+    probes = target.total - probes0
+    per_probe = (cpu["operator"] - cpu_first["operator"]) / probes if probes else 0.0
+    return {"steady": {"seconds": seconds, "probes": probes, "operator_cpu_ms_per_probe": round(per_probe * 1000, 3),
+                       "cpu_seconds": {k: round(cpu[k] - cpu_first[k], 2) for k in cpu}},
+            "probes_in_first_phase": probes_first,
+            "operator_cpu_ms_per_new_monitor_without_probes": round((first - probes_first * per_probe) / routes * 1000,
+                                                                     2)}
+
+
 def _own_counters(op: Operator) -> list[Any]:
     from prometheus_client.parser import text_string_to_metric_families
     return [s for f in text_string_to_metric_families(op.metrics_text()) for s in f.samples
@@ -251,6 +273,8 @@ def main() -> None:
     p.add_argument("--more", type=int, default=4000, help="then this many more Routes, for RSS at the total")
     p.add_argument("--interval", default="10s")
     p.add_argument("--more-interval", default="60s")
+    p.add_argument("--steady", type=float, default=20.0,
+                   help="then this many seconds of only probing, for the operator's CPU per probe (0: skip)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/operator.json"))
     args = p.parse_args()
     result = run(args)

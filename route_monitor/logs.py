@@ -16,7 +16,7 @@ from pythonjsonlogger.json import JsonFormatter
 FORMATS: Final = ("text", "json")
 LEVELS: Final = ("debug", "info", "warning", "error")
 TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-_QUIET: Final = ("httpx", "httpcore", "kopf.objects")
+_QUIET: Final = ("httpx", "httpcore", "httpx2", "httpcore2", "kopf.objects")
 """Libraries that log a line per request at INFO."""
 
 

@@ -17,10 +17,11 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 
 class PrometheusError(Exception):
@@ -102,6 +103,8 @@ class PrometheusAPI:
     """Instant queries against one Prometheus; use as an async context manager (or ``aclose``)."""
 
     def __init__(self, settings: PromSettings, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        import httpx  # only with --prometheus-url (or `report`): the operator otherwise never loads it (~4.5 MiB)
+
         self.settings = settings
         self._client = httpx.AsyncClient(base_url=settings.url, timeout=settings.timeout,
                                          verify=_verify(settings), transport=transport)
@@ -130,6 +133,8 @@ class PrometheusAPI:
         params: dict[str, str] = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
+        import httpx
+
         last = ""
         for attempt in range(max(1, self.settings.attempts)):
             if attempt:

@@ -1,6 +1,7 @@
 """The operator's logs (issue 12): ``--log-format json`` gives one JSON object per line with
 ``time``, ``level``, ``logger``, ``message`` and, for lines about one monitor, ``namespace`` and
-``monitor``; each monitor's transitions (Ready, probe outcome) are logged once, not per probe.
+``monitor``; each monitor's transitions (Ready, probe outcome) are logged once, not per probe; no line per
+API request (lightkube's HTTP client logs each one at INFO).
 Real operator process against the real control plane.
 """
 
@@ -55,3 +56,4 @@ def test_json_logs_with_monitor_fields_and_transitions_once(cluster: Cluster, tm
     assert len(ready) == 1, mine
     assert len(failing) == 1, "a failure is logged once, not per probe"
     assert "http_status" in failing[0]["message"]
+    assert not [r for r in log if r["logger"].startswith(("httpx", "httpcore"))], "no line per API request"

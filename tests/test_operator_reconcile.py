@@ -1,9 +1,10 @@
 """The reconciler's write discipline, with a recording stand-in for the Kubernetes writes (the
 real writes are covered against a real apiserver in ``test_operator*.py``):
 
-- status: written when conditions change and when the probe outcome changes, the first result
-  at once, a later change at most once per ``status_min_interval`` (deferred, then written);
-  never for a probe with the same outcome;
+- status: written when conditions change and when the probe outcome changes; a new monitor's
+  first status waits for its first probe result (one write, not two) or ``first_status_within``;
+  a later change at most once per ``status_min_interval`` (deferred, then written); never for a
+  probe with the same outcome;
 - the PrometheusRule: written once per content (created, then applied), again only when the spec changes;
 - status writes of all monitors together stay under a rate (token bucket, fake time).
 """
@@ -100,14 +101,17 @@ async def test_status_is_written_on_outcome_changes_within_the_rate_bound() -> N
     rec, kube, engine, clock, scheduled = setup()
     await rec.reconcile(KEY)
     assert engine.monitors == {KEY: "http://127.0.0.1:8080/"}
-    assert kube.names() == ["apply_rule", "status"]
+    assert kube.names() == ["apply_rule"], "the first status waits for the first probe result"
+    assert scheduled == [(KEY, 8.0)]
+    scheduled.clear()
     kube.calls.clear()
 
     rec.results[KEY] = probe(True, 1000.5)
     clock.now = 1000.5
     await rec.reconcile(KEY)
-    assert kube.names() == ["status"], "the first result is written at once"
+    assert kube.names() == ["status"], "the first result rides on the first status write"
     assert kube.calls[0][1]["lastProbe"]["result"] == "success"
+    assert kube.calls[0][1]["conditions"][0]["status"] == "True"
     kube.calls.clear()
 
     for t in (1001.5, 1002.5, 1003.5):  # same outcome: nothing to write
@@ -128,8 +132,29 @@ async def test_status_is_written_on_outcome_changes_within_the_rate_bound() -> N
     assert (written["result"], written["reason"]) == ("failure", "http_status")
 
 
+async def test_first_status_without_a_probe_result_is_written_after_the_deadline() -> None:
+    rec, kube, _, clock, scheduled = setup()
+    await rec.reconcile(KEY)
+    clock.now = 1004.0
+    await rec.reconcile(KEY)  # an unrelated change: still waiting, for the rest of the time only
+    assert kube.names() == ["apply_rule"] and scheduled == [(KEY, 8.0), (KEY, 4.0)]
+    clock.now = 1008.0
+    await rec.reconcile(KEY)
+    assert kube.names() == ["apply_rule", "status"]
+    assert kube.calls[1][1]["lastProbe"] is None and kube.calls[1][1]["conditions"][0]["status"] == "True"
+
+
+async def test_first_status_of_a_monitor_that_cannot_probe_is_written_at_once() -> None:
+    rec, kube, _, _, scheduled = setup()
+    rec.world.observe("route", "DELETED", {"metadata": {"name": "web", "namespace": "ns"}})
+    await rec.reconcile(KEY)
+    assert kube.names() == ["apply_rule", "status", "warn"] and scheduled == []
+    assert kube.calls[1][1]["conditions"][1]["status"] == "False"
+
+
 async def test_rule_is_applied_once_per_content() -> None:
     rec, kube, _, _, _ = setup()
+    rec.results[KEY] = probe(True, 1000.0)
     await rec.reconcile(KEY)
     await rec.reconcile(KEY)
     assert kube.names().count("apply_rule") == 1
@@ -186,5 +211,22 @@ async def test_a_taken_over_monitor_is_probed_before_its_reconcile_and_a_lost_on
     writes = len(kube.calls)
     rec.release(KEY)
     assert engine.monitors == {}
+    rec.results[KEY] = probe(True, 1000.0)
     await rec.reconcile(KEY)  # owned again: the rule is known, so no create and no read
     assert kube.names()[writes:] == ["status"]
+
+
+async def test_the_status_written_is_kept_once_the_watch_brings_it_back() -> None:
+    """The world's copy of the monitor, with the status as written, is the only one kept; nothing
+    is written again for it."""
+    rec, kube, _, clock, _ = setup()
+    rec.results[KEY] = probe(True, 1000.0)
+    await rec.reconcile(KEY)
+    [(_, written)] = [c for c in kube.calls if c[0] == "status"]
+    body = rec.world.monitors[KEY]
+    rec.world.observe("routemonitor", "MODIFIED", {**body, "status": written})
+    rec.status_seen(KEY)
+    assert KEY not in rec._written
+    clock.now = 1030.0
+    await rec.reconcile(KEY)
+    assert kube.names().count("status") == 1

@@ -26,7 +26,7 @@ from alert_rules import names
 from route_monitor import logs, promapi
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
-from route_monitor.operator import scrapesync, slo_loop
+from route_monitor.operator import scrapesync, slo_loop, transport
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -71,7 +71,8 @@ def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, 
 async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -> int:
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
-    client = AsyncClient(config=KubeConfig.from_env(), field_manager=names.FIELD_MANAGER)
+    config = KubeConfig.from_env()
+    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=transport.for_config(config))
     supervisor: Supervisor | None = None
 
     def on_result(result: ProbeResult) -> None:

@@ -44,10 +44,15 @@ class _NoProgress(kopf.ProgressStorage):
 
 
 class _NoDiffBase(kopf.DiffBaseStorage):
-    """Keeps no last-handled configuration on objects (no annotation)."""
+    """Keeps no last-handled configuration on objects (no annotation), and builds none: kopf would
+    deep-copy every event's whole body (managedFields included) to compare essences, which only
+    on-create/update/field handlers use, and there are none."""
 
     def fetch(self, **_: Any) -> None:
         return None
+
+    def build(self, **_: Any) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
 
     def store(self, **_: Any) -> None:
         pass
@@ -74,8 +79,11 @@ def watched() -> list[tuple[str, str, str]]:
             *((kind, api_version, plural) for kind, (api_version, _, plural) in sources.DEPENDENCIES.items())]
 
 
-def _observer(supervisor: Supervisor, kind: str) -> Callable[..., None]:
-    def observe(event: kopf.RawEvent, **_: Any) -> None:
+def _observer(supervisor: Supervisor, kind: str) -> Callable[..., Awaitable[None]]:
+    """``async``: kopf runs a plain function in a thread pool, one thread hop per event, and the
+    supervisor's world and queue belong to the event loop's thread."""
+
+    async def observe(event: kopf.RawEvent, **_: Any) -> None:
         supervisor.observe(kind, event["type"], event["object"])
 
     observe.__name__ = f"{kind}_event"  # kopf's handler id
@@ -100,7 +108,7 @@ def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable
         kopf.on.event(group, version, plural, registry=registry)(_observer(supervisor, kind))
 
     @kopf.on.event(names.GROUP, names.VERSION, names.PLURAL, registry=registry)
-    def monitor_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def monitor_event(event: kopf.RawEvent, **_: Any) -> None:
         supervisor.observe("routemonitor", event["type"], event["object"])
 
     @kopf.on.probe(id="monitors", registry=registry)

@@ -15,6 +15,7 @@ the new name is in place: no moment without rules.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -44,14 +45,16 @@ class _Known:
     name: str
     uid: str
     resource_version: str
-    desired: str
-    """The rule as last written or found equal (a canonical JSON string)."""
+    desired: bytes
+    """The rule as last written or found equal (digest of its canonical JSON: 16 bytes kept per
+    monitor instead of the ~11 KiB rule)."""
 
 
-def _canonical(rule: Mapping[str, Any]) -> str:
+def _canonical(rule: Mapping[str, Any]) -> bytes:
     meta = rule.get("metadata") or {}
-    return json.dumps([rule.get("spec"), meta.get("labels") or {},
+    text = json.dumps([rule.get("spec"), meta.get("labels") or {},
                        sorted(str(o.get("uid")) for o in meta.get("ownerReferences") or [])], sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
@@ -97,6 +100,11 @@ class RuleSync:
         self._known.pop(key, None)
         self._found.pop(key, None)
 
+    def current(self, key: Key, name: str) -> bool:
+        """The rule at ``name`` is in place as last synced, with no earlier version left to delete."""
+        known = self._known.get(key)
+        return known is not None and known.name == name and key not in self._legacy
+
     async def sync(self, key: Key, rule: Mapping[str, Any]) -> RulesOutcome:
         name = str(rule["metadata"]["name"])
         desired = _canonical(rule)
@@ -114,7 +122,7 @@ class RuleSync:
         except Exception as e:
             return self._api_error(key, name, e)
 
-    async def _first_write(self, key: Key, name: str, rule: Mapping[str, Any], desired: str) -> RulesOutcome:
+    async def _first_write(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes) -> RulesOutcome:
         existing = self._found.pop(key, None)
         if existing is None:
             try:
@@ -138,7 +146,8 @@ class RuleSync:
             return RulesOutcome(name)
         return await self._update(key, name, rule, desired, found)
 
-    async def _update(self, key: Key, name: str, rule: Mapping[str, Any], desired: str, known: _Known) -> RulesOutcome:
+    async def _update(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes,
+                      known: _Known) -> RulesOutcome:
         try:
             applied = await self._kube.replace_rule(rule, known.uid, known.resource_version)
         except Exception as e:

@@ -27,6 +27,10 @@ class OperatorSettings:
     status_min_interval: float = 10.0
     """Seconds between two status writes of one monitor that only change ``lastProbe``
     (condition changes are written at once; the first probe result too)."""
+    first_status_within: float = 8.0
+    """A new monitor's first status is written with its first probe result, or after this many
+    seconds without one (the engine probes a new monitor within 5 s): one status write, not a
+    write of the conditions followed by a second one for the first result."""
     status_writes_per_second: float = 100.0
     """Status writes of all monitors together, at most (a burst of as many is allowed): when a
     shared dependency fails, thousands of monitors change at once and status must not flood

@@ -22,7 +22,8 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
-from route_monitor.operator.world import KINDS, Key, Kind, World
+from route_monitor.operator.trim import HeapTrimmer
+from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
 log = logging.getLogger(__name__)
@@ -72,11 +73,14 @@ class Supervisor:
         self._again: set[Key] = set()
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._failures: dict[Key, int] = {}
+        self._trimmer = HeapTrimmer()
 
     # --- inputs -----------------------------------------------------------------------------
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
         for key in self.world.observe(kind, event_type, obj):
             self.enqueue(key)
+        if kind == "routemonitor":
+            self.reconciler.status_seen(key_of(obj))
 
     async def prime(self) -> None:
         """Fill the world from one list of each kind before any reconcile, so that a restart
@@ -181,6 +185,9 @@ class Supervisor:
             if key in self._again:
                 self._again.discard(key)
                 self.enqueue(key)
+            self._trimmer.done()
+            if self.idle:
+                self._trimmer.idle()
 
     def _failed(self, key: Key, error: Exception) -> None:
         n = self._failures[key] = self._failures.get(key, 0) + 1

@@ -11,6 +11,7 @@ those touch nothing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,13 +31,32 @@ _STATUS_IGNORED = ("service", "ingress", *DEPENDENCIES)
 
 def trimmed(obj: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
     """What the operator keeps of an object: no managedFields; a RouteMonitor's own status
-    is kept (it is compared with what the operator wrote); statuses nothing reads are dropped."""
+    is kept (it is compared with what the operator wrote); statuses nothing reads are dropped.
+    Kept compact: keys and short strings are interned, so that the same ``type``, ``status``,
+    ``True``, ``Ready``... are one string for all objects, not one per object as JSON parsing
+    leaves them (a RouteMonitor with its status: 7.6 -> 3.7 KiB; ~10 us per event)."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     out = {k: v for k, v in obj.items() if k != "metadata"}
     if kind in _STATUS_IGNORED:
         out.pop("status", None)
     out["metadata"] = meta
-    return out
+    compact: dict[str, Any] = _compact(out)
+    return compact
+
+
+def _compact(value: Any) -> Any:
+    """A copy of ``value`` (parsed JSON) with its keys and strings of up to 24 characters interned."""
+    if isinstance(value, dict):
+        return {_intern(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    if type(value) is str and len(value) <= _SHORT:
+        return _intern(value)
+    return value
+
+
+_SHORT = 24
+_intern = sys.intern
 
 
 def _essence(obj: Mapping[str, Any] | None, kind: Kind) -> object:
