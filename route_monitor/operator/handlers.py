@@ -61,10 +61,9 @@ class _NoDiffBase(kopf.DiffBaseStorage):
 
 class _RetryForever:
     """kopf's delays between retries of a failing API request (5xx, 429, unreachable), never
-    running out. kopf's default runs out after 54 s, and a watch that runs out ends the whole
-    operator: probing stopped and the process hung with its other watches waiting to
-    re-authenticate (an API answering 500 for 60 s, ``tests/test_chaos_apiserver.py``). Iterated
-    afresh for every request."""
+    running out. kopf's default runs out after 54 s, and a watch that runs out ends kopf and with
+    it the probe engine; the process then neither restarted nor exited (an API answering 500 for
+    60 s, ``tests/test_chaos_apiserver.py``). Iterated afresh for every request."""
 
     def __iter__(self) -> Iterator[float]:
         return itertools.chain((1, 1, 2, 3, 5, 8), itertools.repeat(10))

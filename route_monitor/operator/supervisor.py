@@ -7,7 +7,7 @@ after). A failed reconcile is retried with backoff and counted; nothing is ever 
 No timers or daemons live on users' objects: this is the only loop.
 
 While the API fails (unreachable, 5xx, 429), monitors waiting on it back off up to a minute,
-but one of them always retries within :data:`API_SCOUT_SECONDS`; the first reconcile that
+but one of them is retried every :data:`API_SCOUT_SECONDS` (a scout); the first reconcile that
 makes API requests and succeeds means the API answers again, and every monitor waiting on it
 is reconciled at once. (Before, a 40 s run of 429/500 answers left changes made meanwhile
 unapplied for up to 60 s after the API recovered: ``tests/test_chaos_apiserver.py``.)
@@ -35,7 +35,7 @@ from route_monitor.probe.result import ProbeResult
 log = logging.getLogger(__name__)
 
 API_SCOUT_SECONDS = 5.0
-"""While the API is failing, the soonest retry of a monitor waiting on it is at most this far away."""
+"""While the API is failing, one monitor waiting on it is retried this often."""
 _API_DOWN = frozenset({"api_unavailable", "throttled"})
 
 
@@ -86,6 +86,7 @@ class Supervisor:
         self._trimmer = HeapTrimmer()
         self._waiting_api: set[Key] = set()
         """Monitors whose last reconcile failed because the API did (unreachable, 5xx, 429)."""
+        self._scout: asyncio.TimerHandle | None = None
 
     # --- inputs -----------------------------------------------------------------------------
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -185,6 +186,8 @@ class Supervisor:
                 w.cancel()
             for t in self._timers.values():
                 t.cancel()
+            if self._scout is not None:
+                self._scout.cancel()
 
     async def _worker(self) -> None:
         while True:
@@ -212,12 +215,24 @@ class Supervisor:
         """``answered``: the reconcile made API requests, so the API answers (again)."""
         self._failures.pop(key, None)
         self._waiting_api.discard(key)
-        if not answered or not self._waiting_api:
+        if not self._waiting_api:
+            return
+        if not answered:
+            self._arm_scout()
             return
         waiting, self._waiting_api = self._waiting_api, set()
         log.info("the Kubernetes API answers again: reconciling the %d monitors waiting on it now", len(waiting))
         for other in sorted(waiting):
             self._retry_now(other)
+
+    def _arm_scout(self) -> None:
+        if self._scout is None:
+            self._scout = asyncio.get_running_loop().call_later(API_SCOUT_SECONDS, self._send_scout)
+
+    def _send_scout(self) -> None:
+        self._scout = None
+        if self._waiting_api:
+            self._retry_now(min(self._waiting_api))
 
     def _failed(self, key: Key, error: Exception) -> None:
         n = self._failures[key] = self._failures.get(key, 0) + 1
@@ -225,11 +240,7 @@ class Supervisor:
         reason = error_reason(error)
         if reason in _API_DOWN:
             self._waiting_api.add(key)
-            now = asyncio.get_running_loop().time()
-            scouted = any(self._timers[k].when() <= now + API_SCOUT_SECONDS
-                          for k in self._waiting_api - {key} if k in self._timers)
-            if not scouted:
-                delay = min(delay, API_SCOUT_SECONDS)
+            self._arm_scout()
         else:
             self._waiting_api.discard(key)
         self.metrics.reconcile_errors.labels(reason=reason).inc()
