@@ -186,7 +186,7 @@ def test_names_that_stop_resolving_fail_as_dns_in_time_and_others_keep_resolving
             after.get(("route_monitor_probe_duration_seconds_bucket",
                        (("le", "1.0"), ("monitor", monitor), ("namespace", "dns"))), 0)
         assert slow == 0, f"{monitor}: {slow} probes longer than 1 s"
-    assert detected < 1 + 0.8 + LATE, detected  # the next probe (1 s interval) failed within its timeout
+    assert detected < 1 + 0.8 + 2 * LATE, detected  # each name's next probe (1 s interval) failed in its timeout
     for n in good:
         monitor = n.split(".")[0]
         assert f"dns/{monitor}: DOWN" not in lines, lines[-2000:]

@@ -11,7 +11,8 @@ Started once per test session on free loopback ports (``/work/shared/TESTING.md`
   ``tests/test_upstream_crds.py`` keeps both in agreement with the upstream CRDs;
 - an admin kubeconfig (``system:masters``) for the tests themselves, and an operator kubeconfig
   for a token user bound *only* to the ClusterRole from ``deploy/``, so RBAC is tested for real;
-- ``restart_apiserver()`` for watch-recovery tests; every process is stopped by its pid.
+- ``restart_apiserver()`` for watch-recovery tests, ``kill_etcd()``/``start_etcd()`` for etcd
+  crashes (its data directory survives); every process is stopped by its pid.
 
 Binaries: ``$RM_CACHE/kubernetes-1.20.2/`` (built by ``scripts/bootstrap.sh --system``), etcd
 from Debian.
