@@ -17,7 +17,7 @@ timeout and can release the GIL while matching:
   these matches run in their own pool of :data:`WORKERS` thread at the lowest CPU priority
   (nice 19, Linux): a runaway pattern burns at most one probe timeout of CPU per probe, takes
   CPU only when the event loop does not want it, and can only delay other runaway patterns,
-  never the default executor that name resolution uses. (Measured on a shared 2-core machine
+  never the threads that name resolution uses (:mod:`route_monitor.probe.dns`). (Measured on a shared 2-core machine
   at load 4-10: 20 monitors at 1 s beside three runaway ones kept a schedule-lag p99 of
   5-100 ms, the same range as without the runaway ones; with ``re`` on the loop one match of
   the issue's pattern held every monitor for 3.6 s.)

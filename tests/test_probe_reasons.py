@@ -10,13 +10,12 @@ only ever return a member of the closed set.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import Callable
 
 import pytest
 
 from route_monitor.demo_targets import Reply
+from route_monitor.probe import dns
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.reasons import Phase, classify
 from route_monitor.probe.result import FailureReason as R
@@ -109,13 +108,11 @@ async def test_forbidden_detail_says_so(targets: Targets) -> None:
 
 async def test_name_resolving_to_metadata_address_is_refused_at_connect_time(
         targets: Targets, monkeypatch: pytest.MonkeyPatch) -> None:
-    loop = asyncio.get_running_loop()
-
-    async def fake_getaddrinfo(host: str, port: int, **kw: object) -> list[tuple[object, ...]]:
+    def fake_lookup(host: str, port: int) -> list[str]:  # what getaddrinfo would have answered
         assert host == "innocent.example"
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("169.254.169.254", port))]
+        return ["169.254.169.254"]
 
-    monkeypatch.setattr(loop, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(dns, "_lookup", fake_lookup)
     result = await probe(targets, "http://innocent.example/")
     assert (result.success, result.reason) == (False, R.OTHER)
     assert "forbidden address 169.254.169.254" in result.detail

@@ -17,7 +17,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -35,9 +34,6 @@ from route_monitor.rulefiles import RuleFiles
 
 RELOAD_POLL_SECONDS = 1.0
 SHOW_MONITORS = 20
-DNS_THREADS = 32
-"""Threads for getaddrinfo (asyncio resolves names in its default executor): enough that a few
-slow name servers do not hold up every other monitor's probes."""
 
 
 def say(text: str, stream: TextIO | None = None) -> None:
@@ -120,7 +116,6 @@ class Standalone:
             return 1
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(max_workers=DNS_THREADS, thread_name_prefix="dns"))
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         try:

@@ -13,8 +13,9 @@ never retried.
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import kopf
@@ -58,6 +59,16 @@ class _NoDiffBase(kopf.DiffBaseStorage):
         pass
 
 
+class _RetryForever:
+    """kopf's delays between retries of a failing API request (5xx, 429, unreachable), never
+    running out. kopf's default runs out after 54 s, and a watch that runs out ends kopf and with
+    it the probe engine; the process then neither restarted nor exited (an API answering 500 for
+    60 s, ``tests/test_chaos_apiserver.py``). Iterated afresh for every request."""
+
+    def __iter__(self) -> Iterator[float]:
+        return itertools.chain((1, 1, 2, 3, 5, 8), itertools.repeat(10))
+
+
 def kopf_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.persistence.progress_storage = _NoProgress()
@@ -70,6 +81,7 @@ def kopf_settings() -> kopf.OperatorSettings:
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 30
+    settings.networking.error_backoffs = _RetryForever()
     return settings
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import socket
 from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from lightkube import ALL_NS, AsyncClient
@@ -60,6 +61,15 @@ def status_code(error: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+_REQUESTS: ContextVar[int] = ContextVar("route_monitor_kube_requests", default=0)
+
+
+def requests_made() -> int:
+    """Requests this asyncio task has made through a :class:`KubeWriter` so far (a reconcile that
+    made some and raised nothing heard the API answer)."""
+    return _REQUESTS.get()
+
+
 class KubeWriter:
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
@@ -70,6 +80,7 @@ class KubeWriter:
 
     def _count(self, verb: str, resource: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()
+        _REQUESTS.set(_REQUESTS.get() + 1)
 
     async def list_all(self, kind: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
         """Every object of ``kind`` (a key of :data:`WATCHED`) in ``namespaces`` (all when empty);

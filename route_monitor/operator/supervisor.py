@@ -5,6 +5,12 @@ touch; probe results enqueue a key only when the result changed. A pool of worke
 keys, one worker per key at a time (a key dirtied while it is being reconciled runs again
 after). A failed reconcile is retried with backoff and counted; nothing is ever dropped.
 No timers or daemons live on users' objects: this is the only loop.
+
+While the API fails (unreachable, 5xx, 429), monitors waiting on it back off up to a minute,
+but one of them is retried every :data:`API_SCOUT_SECONDS` (a scout); the first reconcile that
+makes API requests and succeeds means the API answers again, and every monitor waiting on it
+is reconciled at once. (Before, a 40 s run of 429/500 answers left changes made meanwhile
+unapplied for up to 60 s after the API recovered: ``tests/test_chaos_apiserver.py``.)
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 from route_monitor import sources
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.kube import KubeWriter, requests_made, status_code
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
@@ -27,6 +33,10 @@ from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
 log = logging.getLogger(__name__)
+
+API_SCOUT_SECONDS = 5.0
+"""While the API is failing, one monitor waiting on it is retried this often."""
+_API_DOWN = frozenset({"api_unavailable", "throttled"})
 
 
 def error_reason(error: BaseException) -> str:
@@ -74,6 +84,9 @@ class Supervisor:
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._failures: dict[Key, int] = {}
         self._trimmer = HeapTrimmer()
+        self._waiting_api: set[Key] = set()
+        """Monitors whose last reconcile failed because the API did (unreachable, 5xx, 429)."""
+        self._scout: asyncio.TimerHandle | None = None
 
     # --- inputs -----------------------------------------------------------------------------
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -152,6 +165,12 @@ class Supervisor:
 
         self._timers[key] = loop.call_later(delay, fire)
 
+    def _retry_now(self, key: Key) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self.enqueue(key)
+
     @property
     def idle(self) -> bool:
         return not self._queued and not self._running
@@ -167,6 +186,8 @@ class Supervisor:
                 w.cancel()
             for t in self._timers.values():
                 t.cancel()
+            if self._scout is not None:
+                self._scout.cancel()
 
     async def _worker(self) -> None:
         while True:
@@ -174,8 +195,9 @@ class Supervisor:
             self._queued.discard(key)
             self._running.add(key)
             try:
+                asked = requests_made()
                 await self.reconciler.reconcile(key)
-                self._failures.pop(key, None)
+                self._succeeded(key, answered=requests_made() > asked)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -189,10 +211,38 @@ class Supervisor:
             if self.idle:
                 self._trimmer.idle()
 
+    def _succeeded(self, key: Key, *, answered: bool) -> None:
+        """``answered``: the reconcile made API requests, so the API answers (again)."""
+        self._failures.pop(key, None)
+        self._waiting_api.discard(key)
+        if not self._waiting_api:
+            return
+        if not answered:
+            self._arm_scout()
+            return
+        waiting, self._waiting_api = self._waiting_api, set()
+        log.info("the Kubernetes API answers again: reconciling the %d monitors waiting on it now", len(waiting))
+        for other in sorted(waiting):
+            self._retry_now(other)
+
+    def _arm_scout(self) -> None:
+        if self._scout is None:
+            self._scout = asyncio.get_running_loop().call_later(API_SCOUT_SECONDS, self._send_scout)
+
+    def _send_scout(self) -> None:
+        self._scout = None
+        if self._waiting_api:
+            self._retry_now(min(self._waiting_api))
+
     def _failed(self, key: Key, error: Exception) -> None:
         n = self._failures[key] = self._failures.get(key, 0) + 1
         delay = self.settings.retry_backoff[min(n, len(self.settings.retry_backoff)) - 1]
         reason = error_reason(error)
+        if reason in _API_DOWN:
+            self._waiting_api.add(key)
+            self._arm_scout()
+        else:
+            self._waiting_api.discard(key)
         self.metrics.reconcile_errors.labels(reason=reason).inc()
         log.warning("reconcile of %s/%s failed (%s, attempt %d), retrying in %.0fs: %s",
                     key[0], key[1], reason, n, delay, error, exc_info=reason == "other")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from route_monitor.probe import dns
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
 from route_monitor.probe.safety import forbidden_host, forbidden_ip
@@ -85,8 +86,7 @@ async def resolve(host: str, port: int) -> list[str]:
     if _is_ip(host):
         addresses = [host]
     else:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        addresses = await dns.addresses(host, port)
     for address in addresses:
         if forbidden_ip(address):
             raise ProbeFailure(FailureReason.OTHER, f"forbidden address {address} for {host}: link-local and "

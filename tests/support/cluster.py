@@ -11,7 +11,8 @@ Started once per test session on free loopback ports (``/work/shared/TESTING.md`
   ``tests/test_upstream_crds.py`` keeps both in agreement with the upstream CRDs;
 - an admin kubeconfig (``system:masters``) for the tests themselves, and an operator kubeconfig
   for a token user bound *only* to the ClusterRole from ``deploy/``, so RBAC is tested for real;
-- ``restart_apiserver()`` for watch-recovery tests; every process is stopped by its pid.
+- ``restart_apiserver()`` for watch-recovery tests, ``kill_etcd()``/``start_etcd()`` for etcd
+  crashes (its data directory survives); every process is stopped by its pid.
 
 Binaries: ``$RM_CACHE/kubernetes-1.20.2/`` (built by ``scripts/bootstrap.sh --system``), etcd
 from Debian.
@@ -86,6 +87,8 @@ class Cluster:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     served: list[str] = field(default_factory=list)
     """CRD group/versions installed: a (re)started apiserver is ready when it serves them."""
+    etcd_args: list[str] = field(default_factory=list)
+    etcd_port: int = 0
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
@@ -129,6 +132,21 @@ class Cluster:
         self.stop_apiserver()
         time.sleep(down_seconds)
         self.start_apiserver()
+
+    def start_etcd(self) -> None:
+        proc = self._spawn("etcd", self.etcd_args)
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"etcd exited:\n{self.log('etcd')}")
+            return port_open(self.etcd_port)
+
+        wait_for(up, timeout=30, what="etcd")
+
+    def kill_etcd(self) -> None:
+        """SIGKILL etcd (its data directory stays): the apiserver stays up and fails what needs
+        etcd until it is started again."""
+        _stop(self.procs.pop("etcd"), sig=signal.SIGKILL)
 
     def stop(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
@@ -219,16 +237,16 @@ def start_cluster(workdir: Path, crd_files: tuple[Path, ...] = CRD_FILES) -> Clu
         "--service-cluster-ip-range=10.96.0.0/16", "--disable-admission-plugins=ServiceAccount",
         "--enable-priority-and-fairness=false",
     ]
+    etcd_args = [
+        "etcd", f"--data-dir={workdir / 'etcd'}", f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+        f"--advertise-client-urls=http://127.0.0.1:{etcd_port}", f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+        f"--initial-cluster=default=http://127.0.0.1:{etcd_peer}",
+    ]
     cluster = Cluster(workdir=workdir, server=server, admin_kubeconfig=admin_kc, operator_kubeconfig=operator_kc,
-                      apiserver_args=apiserver_args)
+                      apiserver_args=apiserver_args, etcd_args=etcd_args, etcd_port=etcd_port)
     try:
-        cluster._spawn("etcd", [
-            "etcd", f"--data-dir={workdir / 'etcd'}", f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}", f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
-            f"--initial-cluster=default=http://127.0.0.1:{etcd_peer}",
-        ])
-        wait_for(lambda: port_open(etcd_port), timeout=30, what="etcd")
+        cluster.start_etcd()
         cluster.start_apiserver()
         _install(cluster, crd_files)
         cluster._spawn("kube-controller-manager", [

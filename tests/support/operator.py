@@ -45,6 +45,8 @@ class Operator:
     metrics_port: int = field(default_factory=free_port)
     health_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    kubeconfig: Path | None = None
+    """Instead of the cluster's operator kubeconfig (e.g. one through a fault proxy)."""
 
     def start(self, timeout: float = 30) -> None:
         self.spawn()
@@ -52,7 +54,7 @@ class Operator:
 
     def spawn(self) -> None:
         """Start the process without waiting for it to be ready."""
-        env = {**os.environ, "KUBECONFIG": str(self.cluster.operator_kubeconfig)}
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig or self.cluster.operator_kubeconfig)}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
             [str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(self.metrics_port),

@@ -1,0 +1,166 @@
+"""Chaos between the operator and the kube-apiserver (issue 15): a fault proxy
+(``tests/support/faultproxy.py``, real TCP and TLS, trusted by the operator's kubeconfig) makes
+the API slow, unreachable, or refusing for a while:
+
+- 300 ms added each way on every request and response, for 8 s;
+- every connection reset, and new ones reset, for 12 s;
+- every request answered ``429 Too Many Requests`` with ``Retry-After: 2`` for 20 s, then
+  ``500 Internal Server Error`` for 20 s, while watches already streaming go on;
+- every connection cut and every request answered ``500`` for 60 s: longer than kopf's default
+  retries of a watch (54 s), after which it used to end the operator.
+
+Meanwhile annotated Routes are created, changed and deleted (straight at the apiserver, as users
+would). Each test asserts that the operator went on probing what it had (its ``/metrics``
+counted probes all along), never exited, and converged once the fault ended: every annotated
+Route with exactly one RouteMonitor (current, Ready status) and one PrometheusRule, nothing left
+of deleted ones; and that its asyncio tasks (beyond one per monitor) and RSS came back near the
+baseline taken before any fault. One operator and one proxy for the module, faults in turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import pytest
+from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+from prometheus_client.parser import text_string_to_metric_families
+
+from alert_rules import names
+from tests.support.chaos import Churn, Footprint, divergence, footprint
+from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster
+from tests.support.faultproxy import FaultProxy
+from tests.support.net import wait_for
+from tests.support.operator import Operator, Target, admin_client, annotations, route
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+
+NS = "chaos-api"
+EXTRA_TASKS = 10
+"""Tasks allowed beyond the baseline after a fault: a few in flight at any moment, never one per
+failed request or reconnect (each fault makes dozens of them)."""
+EXTRA_RSS_KIB = 40 * 1024
+RECOVERY_SECONDS = 30
+"""Converged this soon after a fault ends: well under the minute a monitor's reconcile backs off
+to while the API fails (one retry always comes within 5 s and wakes the others)."""
+
+
+@dataclass
+class Rig:
+    kube: Client
+    target: Target
+    proxy: FaultProxy
+    op: Operator
+    baseline: Footprint
+
+
+@pytest.fixture(scope="module")
+def rig(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    workdir = tmp_path_factory.mktemp("chaos-api")
+    kube = admin_client(cluster)
+    kube.create(Namespace(metadata=ObjectMeta(name=NS)))
+    target = Target()
+    for i in range(10):
+        kube.create(route(NS, f"app{i}", target.host, annotations()))
+    api = urlsplit(cluster.server)
+    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
+    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
+    op = Operator(cluster, workdir / "op.log", ("--namespace", NS), kubeconfig=kubeconfig)
+    op.start()
+    try:
+        wait_for(lambda: not divergence(kube, NS), timeout=60, what="the first ten monitors")
+        assert proxy.forwarded > 0, "the operator did not go through the proxy"
+        time.sleep(6)  # kopf's per-object workers end 5 s after their last event: a quiet baseline
+        yield Rig(kube, target, proxy, op, footprint(op))
+    finally:
+        proxy.heal()
+        assert op.stop() == 0, op.log()
+        proxy.close()
+        target.close()
+
+
+def probed(op: Operator) -> float:
+    """Probes counted by the operator's /metrics, all monitors."""
+    return sum(s.value for f in text_string_to_metric_families(op.metrics_text()) for s in f.samples
+               if s.name == names.PROBES_TOTAL)
+
+
+def through_fault(rig: Rig, *phases: tuple[Callable[[], None], float]) -> None:
+    """Start each fault in turn and keep it for its seconds while Routes churn, checking that
+    probing goes on; end the fault, and check convergence and the footprint."""
+    churn = Churn(rig.kube, NS, rig.target.host, pause=0.5)
+    churn.start()
+    seconds = sum(duration for _, duration in phases)
+    began = time.monotonic()
+    try:
+        for start, duration in phases:
+            start()
+            until = time.monotonic() + duration
+            while (left := until - time.monotonic()) > 0:
+                before = probed(rig.op)
+                time.sleep(min(3.0, left))
+                assert rig.op.proc is not None and rig.op.proc.poll() is None, rig.op.log()
+                assert probed(rig.op) > before, f"no probe counted {time.monotonic() - began:.0f} s into the fault"
+    finally:
+        rig.proxy.heal()
+        churn.stop()
+    healed = time.monotonic()
+    last: list[str] = []
+
+    def converged() -> bool:
+        last[:] = divergence(rig.kube, NS)
+        return not last
+
+    try:
+        wait_for(converged, timeout=RECOVERY_SECONDS, interval=0.5, what="convergence after the fault")
+    except TimeoutError as e:
+        raise AssertionError(f"{e}: {last}\n{rig.op.log()}") from None
+    recovered = time.monotonic() - healed
+    assert churn.done >= seconds, "the churn did not run"
+    after = rig.baseline
+
+    def settled() -> bool:
+        nonlocal after
+        after = footprint(rig.op)
+        return after.extra_tasks <= rig.baseline.extra_tasks + EXTRA_TASKS
+
+    try:
+        wait_for(settled, timeout=20, interval=0.5, what="asyncio tasks back near the baseline")
+    except TimeoutError:
+        raise AssertionError(f"asyncio tasks beyond one per monitor: {rig.baseline} before, {after} after") from None
+    assert after.rss_kib <= rig.baseline.rss_kib + EXTRA_RSS_KIB, (rig.baseline, after)
+    assert rig.op.proc is not None and rig.op.proc.poll() is None, rig.op.log()
+    print(f"converged {recovered:.1f} s after the fault ended; churn {churn.done} changes; proxy answered "
+          f"{rig.proxy.answered}, reset {rig.proxy.resets}; footprint {rig.baseline} -> {after}")
+
+
+def test_slow_api_300ms_each_way_for_8s(rig: Rig) -> None:
+    def slow() -> None:
+        rig.proxy.latency = 0.3
+
+    through_fault(rig, (slow, 8))
+
+
+def test_every_connection_reset_for_12s(rig: Rig) -> None:
+    through_fault(rig, (rig.proxy.cut, 12))
+
+
+def test_429_with_retry_after_for_20s_then_500_for_20s_while_watches_stream(rig: Rig) -> None:
+    """As on an overloaded apiserver, watches already streaming go on: the operator sees the
+    churn but cannot write, and its reconciles back off; nothing but its own retries will
+    apply those changes once the API answers again."""
+    through_fault(rig, (lambda: rig.proxy.refuse(429, retry_after=2), 20), (lambda: rig.proxy.refuse(500), 20))
+
+
+def test_watches_cut_and_every_request_500_for_60s(rig: Rig) -> None:
+    """Longer than kopf's default retries of a watch (54 s)."""
+    def cut_and_fail() -> None:
+        rig.proxy.refuse(500)
+        rig.proxy.cut()
+        rig.proxy.down = False  # new connections are answered 500, not reset
+
+    through_fault(rig, (cut_and_fail, 60))
