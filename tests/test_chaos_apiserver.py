@@ -164,3 +164,34 @@ def test_watches_cut_and_every_request_500_for_60s(rig: Rig) -> None:
         rig.proxy.down = False  # new connections are answered 500, not reset
 
     through_fault(rig, (cut_and_fail, 60))
+
+
+def test_started_while_the_api_fails_waits_and_then_runs(rig: Rig, cluster: Cluster,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An operator started while the API answers 500 (an apiserver restarting, a rollout during a
+    control-plane upgrade) neither exits nor reports ready; it says why in its log, and once the
+    API answers it loads, probes and converges like any start."""
+    ns = "chaos-api-start"
+    workdir = tmp_path_factory.mktemp("chaos-api-start")
+    rig.kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+    rig.kube.create(route(ns, "late", rig.target.host, annotations()))
+    api = urlsplit(cluster.server)
+    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
+    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
+    op = Operator(cluster, workdir / "op.log", ("--namespace", ns), kubeconfig=kubeconfig)
+    proxy.refuse(500)
+    op.spawn()
+    try:
+        wait_for(lambda: "failed (HTTP 500); trying again" in op.log(), timeout=20, what="a retry logged")
+        time.sleep(8)
+        assert op.proc is not None and op.proc.poll() is None, op.log()
+        assert not op.ready(), "ready before the world could be loaded"
+        assert proxy.answered >= 3, proxy.answered
+        proxy.heal()
+        wait_for(op.ready, timeout=30, what="ready once the API answers")
+        wait_for(lambda: not divergence(rig.kube, ns), timeout=40, what="the monitor converged")
+        assert "Traceback" not in op.log(100_000), op.log()
+    finally:
+        proxy.heal()
+        assert op.stop() == 0, op.log()
+        proxy.close()

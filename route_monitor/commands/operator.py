@@ -26,7 +26,7 @@ from alert_rules import names
 from route_monitor import logs, promapi
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
-from route_monitor.operator import scrapesync, slo_loop, transport
+from route_monitor.operator import patience, scrapesync, slo_loop, transport
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -134,7 +134,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
         if membership is not None:
             # join only now, ready to probe its share at once: the others hand over the moment
             # they see this Lease, so a replica still loading must not hold one yet
-            await membership.join()
+            await patience.until_answered(f"taking the Lease of member {settings.member}", membership.join)
             supervisor.shard = membership.shard
             tasks.append(asyncio.create_task(membership.run(), name="membership"))
         supervisor.start_owned()

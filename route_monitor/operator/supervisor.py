@@ -16,6 +16,7 @@ unapplied for up to 60 s after the API recovered: ``tests/test_chaos_apiserver.p
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +26,7 @@ from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
 from route_monitor.operator.kube import KubeWriter, requests_made, status_code
 from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.patience import until_answered
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
@@ -99,14 +101,16 @@ class Supervisor:
         """Fill the world from one list of each kind before any reconcile, so that a restart
         sees Routes and RouteMonitors together (no transient "Route not found" status, no
         needless writes). kopf's own initial listing then changes nothing."""
+        namespaces = self.settings.namespaces
         for kind in KINDS:
-            items = await self._kube.list_all(kind, self.settings.namespaces)
+            items = await until_answered(f"listing {kind}", functools.partial(self._kube.list_all, kind, namespaces))
             if items is None:
                 log.warning("%s: logged once; restart the operator after installing its CRD", _not_served(kind))
                 continue
             for obj in items:
                 self.observe(kind, None, obj)
-        rules = await self._kube.list_our_rules(self.settings.namespaces)
+        rules = await until_answered("listing route-monitor's PrometheusRules",
+                                     lambda: self._kube.list_our_rules(namespaces))
         if rules is not None:
             self.reconciler.rules.seed(rules)
         log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
