@@ -4,7 +4,7 @@ The connection phase is the prober's own (not httpcore's connection pool), so th
 sets the probe's :class:`~route_monitor.probe.reasons.Phase` and fails with an exception that
 :func:`~route_monitor.probe.reasons.classify` maps unambiguously, and so that the address check
 runs on the resolved addresses, after DNS. The resulting :class:`Stream` carries the HTTP/1.1 exchange
-(``http11``).
+(``http11``): the socket itself for plain HTTP, :mod:`tlsstream` for TLS.
 """
 
 from __future__ import annotations
@@ -40,29 +40,31 @@ class Progress:
 
 
 class Stream:
-    """One connection's asyncio stream (deadlines are the prober's, not per read)."""
+    """One plain TCP connection, read and written on the socket itself (``loop.sock_recv``): no
+    transport, protocol or stream objects for a connection that carries one request."""
 
-    __slots__ = ("_reader", "_writer")
+    __slots__ = ("_loop", "_sock")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._loop = asyncio.get_running_loop()
 
     async def read(self, max_bytes: int) -> bytes:
-        return await self._reader.read(max_bytes)
+        return await self._loop.sock_recv(self._sock, max_bytes)
 
     async def write(self, buffer: bytes) -> None:
-        if buffer:
-            self._writer.write(buffer)
-            await self._writer.drain()
+        try:
+            sent = self._sock.send(buffer)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent < len(buffer):
+            await self._loop.sock_sendall(self._sock, buffer[sent:])
 
     def abort(self) -> None:
-        transport = self._writer.transport
-        if not transport.is_closing():
-            transport.abort()
+        self._sock.close()
 
     def get_extra_info(self, info: str) -> Any:
-        return self._writer.get_extra_info(info)
+        return None
 
 
 AnyStream = Stream | TLSStream
@@ -133,7 +135,6 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
         progress.phase = Phase.TLS
         stream: AnyStream = await open_tls(sock, tls, server_hostname or host)
     else:
-        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
-        stream = Stream(reader, writer)
+        stream = Stream(sock)
     progress.phase = Phase.HTTP
     return stream
