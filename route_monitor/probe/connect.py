@@ -10,6 +10,7 @@ runs on the resolved addresses, after DNS. The resulting :class:`Stream` carries
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
 import ssl
@@ -96,18 +97,42 @@ async def resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
-async def _connect(address: str, port: int) -> socket.socket:
-    """A non-blocking TCP socket connected to ``address`` (an IP literal)."""
+async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
+    """A non-blocking TCP socket connected to ``address`` (an IP literal). ``loop.sock_connect``
+    would resolve the literal again and look the socket's family up through its enum properties
+    on every call; this waits for the socket to become writable and reads its error, no more.
+    ``nodelay`` for TLS: the handshake's last flight and the request are two writes."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.get_running_loop().sock_connect(sock, (address, port))
+        if nodelay:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex((address, port))
+        if err in _IN_PROGRESS:
+            loop = asyncio.get_running_loop()
+            writable = loop.create_future()
+            fd = sock.fileno()
+            loop.add_writer(fd, _set_done, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise OSError(err, f"Connect call failed {(address, port)}")
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR})
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
@@ -122,7 +147,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     last: OSError | None = None
     for address in addresses:
         try:
-            sock = await _connect(address, port)
+            sock = await _connect(address, port, nodelay=tls is not None)
         except OSError as e:
             last = e
             continue
