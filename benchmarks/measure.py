@@ -104,12 +104,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, ready_line: bool = False,
-          log_path: str | None = None) -> tuple[subprocess.Popen[str], dict[str, object] | None]:
-    """Start a child; with ``ready_line`` wait for its first stdout line (JSON) and return it."""
+          log_path: str | None = None, cwd: str | os.PathLike[str] | None = None,
+          ) -> tuple[subprocess.Popen[str], dict[str, object] | None]:
+    """Start a child (in ``cwd``, default the repository root: ``python -m`` imports from there);
+    with ``ready_line`` wait for its first stdout line (JSON) and return it."""
     log = open(log_path or os.devnull, "w")  # noqa: SIM115 - closed with the process
     nice = int(os.environ.get("BENCH_NICE", "0"))  # set by `run.py --nice`; inherited by every thread
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE if ready_line else log, stderr=log,
-                            text=True, env=dict(env) if env is not None else None, cwd=REPO,
+                            text=True, env=dict(env) if env is not None else None, cwd=cwd or REPO,
                             preexec_fn=(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)) if nice else None)
     ready = None
     if ready_line:

@@ -162,10 +162,27 @@ async def engine_probe_asyncio_ssl(ctx: ssl.SSLContext) -> Probe:
     what the engine used before ``probe/tlsstream.py``), for comparing the two in one process."""
     from route_monitor.probe import connect
 
+    class AsyncioStream:
+        def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.reader, self.writer = reader, writer
+
+        async def read(self, max_bytes: int) -> bytes:
+            return await self.reader.read(max_bytes)
+
+        async def write(self, buffer: bytes) -> None:
+            self.writer.write(buffer)
+            await self.writer.drain()
+
+        def abort(self) -> None:
+            self.writer.transport.abort()
+
+        def get_extra_info(self, info: str) -> Any:
+            return self.writer.get_extra_info(info)
+
     async def asyncio_tls(sock: Any, context: ssl.SSLContext, server_hostname: str) -> Any:
         reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16, ssl=context,
                                                        server_hostname=server_hostname)
-        return connect.Stream(reader, writer)
+        return AsyncioStream(reader, writer)
 
     probe = await engine_probe_default_store(ctx)
     connect.open_tls = asyncio_tls  # type: ignore[assignment]  # until the next variant's factory

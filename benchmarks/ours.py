@@ -37,8 +37,8 @@ def write_manifests(path: Path, targets: list[str], interval_ms: int) -> None:
     path.write_text("---\n".join(docs))
 
 
-def _start_standalone(workdir: Path, targets: list[str], interval: float,
-                      ca_file: str | None, max_concurrency: int) -> tuple[subprocess.Popen[str], int]:
+def _start_standalone(workdir: Path, targets: list[str], interval: float, ca_file: str | None,
+                      max_concurrency: int, root: Path | None = None) -> tuple[subprocess.Popen[str], int]:
     """``route-monitor standalone`` (the product command) on generated manifests; ready when it
     prints where its metrics are, which it does after every monitor is set."""
     manifests = workdir / "monitors.yaml"
@@ -48,7 +48,7 @@ def _start_standalone(workdir: Path, targets: list[str], interval: float,
     env = dict(os.environ, **({"SSL_CERT_FILE": ca_file} if ca_file else {}))
     proc, _ = measure.start([sys.executable, "-m", "route_monitor.cli", "standalone", str(manifests),
                              "--metrics-address", f"127.0.0.1:{port}", "--max-concurrency", str(max_concurrency)],
-                            env=env, log_path=str(log))
+                            env=env, log_path=str(log), cwd=root)
     deadline = time.monotonic() + 120
     while "metrics: http" not in log.read_text():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -58,24 +58,31 @@ def _start_standalone(workdir: Path, targets: list[str], interval: float,
     return proc, port
 
 
-def _start_engine(workdir: Path, targets: list[str], interval: float,
-                  ca_file: str | None, max_concurrency: int) -> tuple[subprocess.Popen[str], int]:
+def _start_engine(workdir: Path, targets: list[str], interval: float, ca_file: str | None,
+                  max_concurrency: int, root: Path | None = None) -> tuple[subprocess.Popen[str], int]:
     urls = workdir / "urls.txt"
     urls.write_text("\n".join(targets) + "\n")
     argv = [sys.executable, "-m", "benchmarks.engine_proc", "--urls", str(urls), "--interval", f"{interval:g}",
             "--max-concurrency", str(max_concurrency)] + (["--ca", ca_file] if ca_file else [])
-    proc, ready = measure.start(argv, ready_line=True, log_path=str(workdir / "engine.log"))
+    proc, ready = measure.start(argv, ready_line=True, log_path=str(workdir / "engine.log"), cwd=root)
     assert ready is not None
     return proc, int(str(ready["metrics_port"]))
 
 
+def _commit(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip() or root.name
+
+
 async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
-              ca_file: str | None = None, max_concurrency: int = 500, mode: str = "standalone") -> dict[str, Any]:
+              ca_file: str | None = None, max_concurrency: int = 500, mode: str = "standalone",
+              root: Path | None = None) -> dict[str, Any]:
     """Measure one window of our engine; ``mode`` is ``standalone`` (the product command) or
-    ``engine`` (:mod:`benchmarks.engine_proc`, the engine alone)."""
+    ``engine`` (:mod:`benchmarks.engine_proc`, the engine alone). ``root``: run the code of
+    another checkout (``run.py --baseline``), default this one."""
     workdir.mkdir(parents=True, exist_ok=True)
     starter = _start_standalone if mode == "standalone" else _start_engine
-    proc, port = await asyncio.to_thread(starter, workdir, targets, interval, ca_file, max_concurrency)
+    proc, port = await asyncio.to_thread(starter, workdir, targets, interval, ca_file, max_concurrency, root)
     try:
         await asyncio.sleep(warmup)
         first = await asyncio.to_thread(measure.scrape, _health_url(port))
@@ -96,7 +103,7 @@ async def run(*, targets: list[str], interval: float, warmup: float, measure_s: 
     elapsed = after.at - before.at
     cpu = after.cpu_seconds - before.cpu_seconds
     return {
-        "engine": "route-monitor",
+        "engine": "route-monitor" if root is None else f"route-monitor@{_commit(root)}",
         "mode": mode,
         "probes": int(probes),
         "scheduled_per_s": len(targets) / interval,

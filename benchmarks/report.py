@@ -68,14 +68,15 @@ def markdown(result: dict[str, Any]) -> str:
                    f"| {_f(r['cpu_ms_per_probe'])} | {_f(r['probes_per_cpu_second'], '.0f')} "
                    f"| {_ms(r['lag_p50_s'])} | {_ms(r['lag_p99_s'])} | {_ms(r.get('latency_p99_s'))} "
                    f"| {r['rss_mb']:.0f} | {r['success_ratio']:.3f} | {'yes' if r['sustained'] else 'no'} |\n")
-    out.append("\n| scenario | CPU per probe, ours / blackbox_exporter |\n|---|---:|\n")
+    out.append("\n| scenario | engine | CPU per probe, ours / blackbox_exporter |\n|---|---|---:|\n")
     by: dict[str, dict[str, dict[str, Any]]] = {}
     for r in result["rows"]:
         by.setdefault(r["scenario"], {})[r["engine"]] = r
     for name, sides in by.items():
-        a, b = sides.get("route-monitor"), sides.get("blackbox_exporter")
-        if a and b and a["cpu_ms_per_probe"] and b["cpu_ms_per_probe"]:
-            out.append(f"| {name} | {a['cpu_ms_per_probe'] / b['cpu_ms_per_probe']:.2f} |\n")
+        b = sides.get("blackbox_exporter")
+        for eng, a in sides.items():  # ours, and a --baseline checkout's (route-monitor@COMMIT)
+            if eng.startswith("route-monitor") and b and a["cpu_ms_per_probe"] and b["cpu_ms_per_probe"]:
+                out.append(f"| {name} | {eng} | {a['cpu_ms_per_probe'] / b['cpu_ms_per_probe']:.2f} |\n")
     best = {eng: max((r["scheduled_per_s"] for r in result["rows"] if r["engine"] == eng
                       and r["scenario"].startswith("max@") and r["sustained"]), default=None)
             for eng in ("route-monitor", "blackbox_exporter")}

@@ -41,23 +41,23 @@ TLS_SET = ("http-1k@10s", "https-ecdsa-1k@10s", "https-rsa-1k@10s")
 
 
 def sustained(row: dict[str, Any]) -> bool:
-    lag = row.get("lag_p99_s") if row["engine"] == "route-monitor" else row.get("latency_p99_s")
+    lag = row.get("lag_p99_s") if row["engine"].startswith("route-monitor") else row.get("latency_p99_s")
     return (row["achieved_per_s"] >= 0.95 * row["scheduled_per_s"] and lag is not None and lag < LAG_GOAL_S
             and not row.get("skipped") and row["success_ratio"] > 0.99)
 
 
 async def pair(name: str, urls: list[str], interval: float, *, warmup: float, measure_s: float, work: Path,
                ca: str | None, sides: tuple[str, ...] = ("ours", "blackbox"), mode: str = "standalone",
-               ) -> list[dict[str, Any]]:
+               baseline: Path | None = None) -> list[dict[str, Any]]:
     rows = []
     for side in sides:
         load_before = Path("/proc/loadavg").read_text().split()[0]
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {side}, {len(urls)} targets every {interval:g}s "
               f"({len(urls) / interval:.0f}/s), load {load_before}", file=sys.stderr, flush=True)
         workdir = work / name.replace("@", "_").replace("/", "") / side
-        if side == "ours":
+        if side in ("ours", "baseline"):
             row = await ours.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
-                                 workdir=workdir, ca_file=ca, mode=mode)
+                                 workdir=workdir, ca_file=ca, mode=mode, root=baseline if side == "baseline" else None)
         else:
             row = await blackbox.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
                                      workdir=workdir, ca_file=ca)
@@ -79,7 +79,9 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
         interval = interval or args.interval
         urls = targets.target_urls(ready, count, scheme=scheme)
         ca = ready["ca"] if scheme.startswith("https") else None
-        rows += await pair(name, urls, interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours)
+        sides = ("ours", "blackbox", "baseline") if args.baseline else ("ours", "blackbox")
+        rows += await pair(name, urls, interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours,
+                           sides=sides, baseline=args.baseline)
     if not args.only or "max" in args.only:
         count = 500 if args.quick else 5000
         urls = targets.target_urls(ready, count)
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ours", choices=("standalone", "engine"), default="standalone",
                    help="our side: the `route-monitor standalone` command on generated manifests (default) "
                    "or the engine alone (benchmarks.engine_proc)")
+    p.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                   help="also run our side from this other checkout (e.g. `git worktree add --detach /tmp/base "
+                   "main`) after the exporter, in the fixed scenarios: before/after in one run")
     p.add_argument("--nice", type=int, default=0,
                    help="run every process of the benchmark at this nice value (e.g. -5, needs root)")
     p.add_argument("--quick", action="store_true", help="a tenth of the targets, short windows (smoke run)")

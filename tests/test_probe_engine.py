@@ -197,3 +197,25 @@ async def test_replaced_threshold_changes_the_bucket_set(run: Run, targets: Targ
     labels = {"namespace": "shop", "monitor": "t"}
     assert run.value(names.PROBE_DURATION_SECONDS + "_bucket", **labels, le="0.7") == 0
     assert run.value(names.PROBE_DURATION_SECONDS + "_bucket", **labels, le="0.3") is None
+
+
+async def test_set_monitors_yields_to_running_work_between_batches_and_sets_them_all(targets: Targets) -> None:
+    """A restart burst (``set_monitors``) lets the event loop run between batches, so monitors
+    already running are not held until thousands are set; every monitor ends up probed."""
+    run = Run(targets)
+    seen: list[int] = []
+
+    async def running_work() -> None:  # stands for the probes already running
+        while len(seen) < 100:
+            seen.append(len(run.engine.keys()))
+            await asyncio.sleep(0)
+
+    async with run.engine:
+        other = asyncio.create_task(running_work())
+        await asyncio.sleep(0)
+        await run.engine.set_monitors([monitor(f"m{i}", targets.http(), interval_ms=500) for i in range(10)],
+                                      batch=3)
+        other.cancel()
+        assert {n for n in seen if 0 < n < 10} >= {3, 6, 9}, seen
+        assert len(run.engine.keys()) == 10
+        await run.until(lambda: {r.key[1] for r in run.results} == {f"m{i}" for i in range(10)})

@@ -72,8 +72,9 @@ class Standalone:
         """Credential files read by the monitors: rotating one reloads like editing a manifest."""
         self.poll = poll
 
-    def apply(self, new: Plan) -> tuple[int, int, int]:
-        """Make the engine match ``new``; returns (added, changed, removed). Rules: :meth:`write_rules`."""
+    async def apply(self, new: Plan) -> tuple[int, int, int]:
+        """Make the engine match ``new`` (in batches that yield to the running probes); returns
+        (added, changed, removed). Rules: :meth:`write_rules`."""
         for p in new.problems:
             say(str(p))
         wanted = dict(new.monitors)
@@ -86,8 +87,7 @@ class Standalone:
         removed = [k for k in self.current if k not in wanted]
         for key in removed:
             self.engine.remove_monitor(key)
-        for key in (*added, *changed):
-            self.engine.set_monitor(wanted[key].spec, wanted[key].target)
+        await self.engine.set_monitors([(wanted[key].spec, wanted[key].target) for key in (*added, *changed)])
         self.current = wanted
         self.watched = new.files
         return len(added), len(changed), len(removed)
@@ -120,7 +120,7 @@ class Standalone:
             loop.add_signal_handler(sig, stop.set)
         try:
             async with self.engine:
-                self.apply(first)
+                await self.apply(first)
                 for m in list(self.current.values())[:SHOW_MONITORS]:
                     say(f"monitoring {m.spec.namespace}/{m.spec.name}: {m.target.url} every "
                         f"{m.spec.probe.interval_ms / 1000:g}s")
@@ -150,8 +150,8 @@ class Standalone:
                 continue
             seen = now
             try:
-                added, changed, removed = self.apply(await asyncio.to_thread(plan, self.paths, self.options))
-                settle_heap()
+                added, changed, removed = await self.apply(await asyncio.to_thread(plan, self.paths, self.options))
+                settle_heap(full=bool(changed or removed))
                 await self.write_rules()
             except Exception as e:  # a reload must never take the running monitors down
                 logging.getLogger(__name__).exception("reload failed")

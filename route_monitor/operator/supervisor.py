@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 API_SCOUT_SECONDS = 5.0
 """While the API is failing, one monitor waiting on it is retried this often."""
 _API_DOWN = frozenset({"api_unavailable", "throttled"})
+START_BATCH = 100
+"""Monitors started (parsed, resolved, set in the engine) per event-loop turn on a takeover or
+restart: ~10-20 ms of work on the shared 2-core machine."""
 
 
 def error_reason(error: BaseException) -> str:
@@ -89,6 +92,8 @@ class Supervisor:
         self._waiting_api: set[Key] = set()
         """Monitors whose last reconcile failed because the API did (unreachable, 5xx, 429)."""
         self._scout: asyncio.TimerHandle | None = None
+        self._starting: set[asyncio.Task[None]] = set()
+        """Batches of :meth:`_start_probing` still running (held so they are not collected)."""
 
     # --- inputs -----------------------------------------------------------------------------
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -127,16 +132,32 @@ class Supervisor:
                  len(gained), len(lost))
         for key in lost:  # stop at once: the new owner may already be probing
             self.reconciler.release(key)
-        for key in gained:
-            self.reconciler.start_probing(key)
+        self._start_probing(sorted(gained))
         for key in sorted(gained | lost):
             self.enqueue(key)
 
     def start_owned(self) -> None:
         """Start probing every monitor this replica owns before the first reconcile (a restart or a
         new replica then probes within seconds, not once the whole queue has been worked off)."""
-        for key in list(self.world.monitors):
-            self.reconciler.start_probing(key)
+        self._start_probing(list(self.world.monitors))
+
+    def _start_probing(self, keys: list[Key]) -> None:
+        """``start_probing`` for each key: at once for a few, in batches of :data:`START_BATCH`
+        that yield to the event loop for more (a takeover or restart of thousands must not hold
+        the probes this replica already runs; ``benchmarks/burst.py``)."""
+        if len(keys) <= START_BATCH:
+            for key in keys:
+                self.reconciler.start_probing(key)
+            return
+        task = asyncio.get_running_loop().create_task(self._start_in_batches(keys), name="start probing")
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def _start_in_batches(self, keys: list[Key]) -> None:
+        for i, key in enumerate(keys, 1):
+            self.reconciler.start_probing(key)  # checks ownership when it runs: a later change wins
+            if i % START_BATCH == 0:
+                await asyncio.sleep(0)
 
     def on_result(self, result: ProbeResult) -> None:
         """Probe engine callback: remember the result; reconcile only if the outcome changed."""

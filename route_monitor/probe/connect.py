@@ -4,12 +4,13 @@ The connection phase is the prober's own (not httpcore's connection pool), so th
 sets the probe's :class:`~route_monitor.probe.reasons.Phase` and fails with an exception that
 :func:`~route_monitor.probe.reasons.classify` maps unambiguously, and so that the address check
 runs on the resolved addresses, after DNS. The resulting :class:`Stream` carries the HTTP/1.1 exchange
-(``http11``).
+(``http11``): the socket itself for plain HTTP, :mod:`tlsstream` for TLS.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
 import ssl
@@ -40,29 +41,31 @@ class Progress:
 
 
 class Stream:
-    """One connection's asyncio stream (deadlines are the prober's, not per read)."""
+    """One plain TCP connection, read and written on the socket itself (``loop.sock_recv``): no
+    transport, protocol or stream objects for a connection that carries one request."""
 
-    __slots__ = ("_reader", "_writer")
+    __slots__ = ("_loop", "_sock")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._loop = asyncio.get_running_loop()
 
     async def read(self, max_bytes: int) -> bytes:
-        return await self._reader.read(max_bytes)
+        return await self._loop.sock_recv(self._sock, max_bytes)
 
     async def write(self, buffer: bytes) -> None:
-        if buffer:
-            self._writer.write(buffer)
-            await self._writer.drain()
+        try:
+            sent = self._sock.send(buffer)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent < len(buffer):
+            await self._loop.sock_sendall(self._sock, buffer[sent:])
 
     def abort(self) -> None:
-        transport = self._writer.transport
-        if not transport.is_closing():
-            transport.abort()
+        self._sock.close()
 
     def get_extra_info(self, info: str) -> Any:
-        return self._writer.get_extra_info(info)
+        return None
 
 
 AnyStream = Stream | TLSStream
@@ -94,18 +97,42 @@ async def resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
-async def _connect(address: str, port: int) -> socket.socket:
-    """A non-blocking TCP socket connected to ``address`` (an IP literal)."""
+async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
+    """A non-blocking TCP socket connected to ``address`` (an IP literal). ``loop.sock_connect``
+    would resolve the literal again and look the socket's family up through its enum properties
+    on every call; this waits for the socket to become writable and reads its error, no more.
+    ``nodelay`` for TLS: the handshake's last flight and the request are two writes."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.get_running_loop().sock_connect(sock, (address, port))
+        if nodelay:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex((address, port))
+        if err in _IN_PROGRESS:
+            loop = asyncio.get_running_loop()
+            writable = loop.create_future()
+            fd = sock.fileno()
+            loop.add_writer(fd, _set_done, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise OSError(err, f"Connect call failed {(address, port)}")
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR})
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
@@ -120,7 +147,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     last: OSError | None = None
     for address in addresses:
         try:
-            sock = await _connect(address, port)
+            sock = await _connect(address, port, nodelay=tls is not None)
         except OSError as e:
             last = e
             continue
@@ -133,7 +160,6 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
         progress.phase = Phase.TLS
         stream: AnyStream = await open_tls(sock, tls, server_hostname or host)
     else:
-        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
-        stream = Stream(reader, writer)
+        stream = Stream(sock)
     progress.phase = Phase.HTTP
     return stream

@@ -1,23 +1,34 @@
-"""One HTTP/1.1 exchange on a fresh connection, with h11 (the parser under httpx/httpcore).
+"""One HTTP/1.1 exchange on a fresh connection: the request head written once, the response
+head parsed, then the body read up to a byte limit.
 
-httpcore's connection object adds what a connection pool needs (locks, traces, request models,
-keep-alive state) and, on asyncio without ``sniffio``, a failed import per request; a probe
-uses each connection once, so the prober drives h11 directly: send the request, read the
-response head, then the body up to a byte limit. h11 does the framing (Content-Length,
-chunked, read-until-close) and raises ``h11.RemoteProtocolError`` on anything malformed, which
-``reasons.classify`` maps to ``protocol_error``.
+A probe sends one request per connection (``Connection: close``) and needs from the response
+only its status, its ``Location`` and the first ``max_body_bytes`` of its body, so this is a
+client for exactly that, not a general HTTP library (it replaced h11, whose state machine and
+per-event objects were a third of a plain HTTP probe's CPU; ``benchmarks/RESULTS.md``).
+Framing follows RFC 9112 section 6.3 for a response: none after ``HEAD``, 1xx, 204 and 304;
+``Transfer-Encoding`` ending in ``chunked``; else ``Content-Length`` (several must agree);
+else up to the end of the connection. Anything malformed, a head over 64 KiB, a connection
+that ends before the message does: :class:`~route_monitor.probe.reasons.ProtocolError`
+(``protocol_error``). Interim 1xx responses are skipped; ``101`` is refused.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-import h11
-
 from route_monitor.probe.connect import AnyStream
+from route_monitor.probe.reasons import ProbeFailure, ProtocolError
+from route_monitor.probe.result import FailureReason
 
 READ_SIZE = 64 * 1024
 MAX_HEAD_BYTES = 64 * 1024
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_STATUS = re.compile(rb"HTTP/[0-9]\.[0-9] ([0-9]{3})(?:[ \t][^\r\n]*)?")
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+_CHUNK_LINE = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+_NO_BODY = frozenset({204, 304})
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,41 +39,131 @@ class Response:
     body: bytes
 
 
-async def _next_event(conn: h11.Connection, stream: AnyStream) -> object:
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        conn.receive_data(await stream.read(READ_SIZE))
+def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The request line and headers; ProbeFailure (``other``) for a header that would break the framing."""
+    lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+    for name, value in headers:
+        value = value.strip(b" \t")
+        if not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+            raise ProbeFailure(FailureReason.OTHER, f"request header {name[:100]!r} cannot be sent (invalid "
+                               "name or a control character in its value)")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    lines.append(b"\r\n")
+    return b"".join(lines)
 
 
-async def exchange(stream: AnyStream, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], *,
-                   max_body_bytes: int, follow_redirects: bool = True, statuses: list[int] | None = None) -> Response:
-    """Send one request and read the response; a redirect's body is not read when following it.
+class _Reader:
+    __slots__ = ("buf", "eof", "stream")
 
-    The status is appended to ``statuses`` as soon as the head arrives (so a failure while
-    reading the body still reports it)."""
-    conn = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
-    await stream.write(conn.send(h11.Request(method=method, target=target, headers=headers))
-                       + conn.send(h11.EndOfMessage()))
-    while True:
-        event = await _next_event(conn, stream)
-        if isinstance(event, h11.Response):
-            break
-        if isinstance(event, h11.ConnectionClosed):
-            raise h11.RemoteProtocolError("server closed the connection without sending a response")
-        if not isinstance(event, h11.InformationalResponse):
-            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before the response")
-    if statuses is not None:
-        statuses.append(event.status_code)
-    location = next((v.decode("latin-1") for k, v in event.headers if k == b"location"), None)
-    body = bytearray()
-    if not (follow_redirects and location is not None and 300 <= event.status_code < 400):
-        while len(body) < max_body_bytes:
-            part = await _next_event(conn, stream)
-            if isinstance(part, h11.Data):
-                body += part.data
-            elif isinstance(part, h11.EndOfMessage | h11.ConnectionClosed):
+    def __init__(self, stream: AnyStream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+        self.eof = False
+
+    async def more(self) -> None:
+        data = await self.stream.read(READ_SIZE)
+        if data:
+            self.buf += data
+        else:
+            self.eof = True
+
+    async def head(self) -> tuple[int, dict[bytes, list[bytes]]]:
+        start = 0
+        while (end := _HEAD_END.search(self.buf, start)) is None:
+            if len(self.buf) > MAX_HEAD_BYTES:
+                raise ProtocolError("response head larger than 64 KiB")
+            if self.eof:
+                raise ProtocolError("server closed the connection without sending a response" if not self.buf
+                                    else "connection closed in the middle of the response head")
+            start = max(0, len(self.buf) - 3)
+            await self.more()
+        if end.start() > MAX_HEAD_BYTES:
+            raise ProtocolError("response head larger than 64 KiB")
+        lines = bytes(self.buf[:end.start()]).split(b"\n")
+        del self.buf[:end.end()]
+        status = _STATUS.fullmatch(lines[0].rstrip(b"\r"))
+        if status is None:
+            raise ProtocolError(f"malformed status line {lines[0][:100]!r}")
+        fields: dict[bytes, list[bytes]] = {}
+        last: list[bytes] | None = None
+        for raw in lines[1:]:
+            line = raw.rstrip(b"\r")
+            if line[:1] in (b" ", b"\t") and last is not None:  # obsolete line folding
+                last[-1] = (last[-1] + b" " + line.strip(b" \t")).strip(b" ")
+                continue
+            name, colon, value = line.partition(b":")
+            value = value.strip(b" \t")
+            if not colon or not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+                raise ProtocolError(f"malformed header line {line[:100]!r}")
+            last = fields.setdefault(name.lower(), [])
+            last.append(value)
+        return int(status.group(1)), fields
+
+    async def body(self, fields: dict[bytes, list[bytes]], limit: int) -> bytes:
+        if b"transfer-encoding" in fields:
+            codings = b",".join(fields[b"transfer-encoding"]).lower()
+            if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
+                raise ProtocolError(f"unsupported Transfer-Encoding {codings[:100]!r}")
+            return await self.chunked(limit)
+        if b"content-length" in fields:
+            values = {v.strip() for v in b",".join(fields[b"content-length"]).split(b",")}
+            if len(values) != 1 or not (length := values.pop()).isdigit() or len(length) > 18:
+                raise ProtocolError("invalid or conflicting Content-Length")
+            want = min(int(length), limit)
+            while len(self.buf) < want and not self.eof:
+                await self.more()
+            if len(self.buf) < want:
+                raise ProtocolError(f"connection closed after {len(self.buf)} of {int(length)} body bytes")
+            return bytes(self.buf[:want])
+        while len(self.buf) < limit and not self.eof:
+            await self.more()
+        return bytes(self.buf[:limit])
+
+    async def chunked(self, limit: int) -> bytes:
+        body = bytearray()
+        while len(body) < limit:
+            while (nl := self.buf.find(b"\n")) < 0:
+                if self.eof or len(self.buf) > MAX_HEAD_BYTES:
+                    raise ProtocolError("incomplete chunked body")
+                await self.more()
+            line = _CHUNK_LINE.fullmatch(self.buf[:nl].rstrip(b"\r"))
+            if line is None:
+                raise ProtocolError(f"malformed chunk header {bytes(self.buf[:min(nl, 100)])!r}")
+            size = int(line.group(1), 16)
+            del self.buf[:nl + 1]
+            if size == 0:
                 break
-        del body[max_body_bytes:]
-    return Response(event.status_code, location, bytes(body))
+            take = min(size, limit - len(body))
+            need = take if take < size else size + 2  # the limit falls inside this chunk: no more than that
+            while len(self.buf) < need and not self.eof:
+                await self.more()
+            if len(self.buf) < need:
+                raise ProtocolError("connection closed in the middle of a chunk")
+            body += self.buf[:take]
+            if take < size:
+                break
+            if self.buf[size:need] != b"\r\n":
+                raise ProtocolError("chunk data not followed by CRLF")
+            del self.buf[:need]
+        return bytes(body[:limit])
+
+
+async def exchange(stream: AnyStream, head: bytes, *, head_request: bool, max_body_bytes: int,
+                   follow_redirects: bool = True, statuses: list[int] | None = None) -> Response:
+    """Send ``head`` (from :func:`request_head`) and read the response; a redirect's body is not
+    read when following it. The status is appended to ``statuses`` as soon as the head arrives
+    (so a failure while reading the body still reports it)."""
+    await stream.write(head)
+    reader = _Reader(stream)
+    while True:
+        status, fields = await reader.head()
+        if status == 101:
+            raise ProtocolError("unexpected 101 Switching Protocols")
+        if status >= 200:
+            break
+    if statuses is not None:
+        statuses.append(status)
+    location = fields[b"location"][0].decode("latin-1") if b"location" in fields else None
+    if (follow_redirects and location is not None and 300 <= status < 400) or head_request or status in _NO_BODY:
+        return Response(status, location, b"")
+    return Response(status, location, await reader.body(fields, max_body_bytes))

@@ -94,6 +94,9 @@ class ProbeRequest:
     """A client certificate is configured (for the detail of a refused handshake)."""
     setup_error: str = ""
     """Why this monitor's SSL context could not be built (every probe fails with it)."""
+    first_head: bytes = field(default=b"", repr=False)
+    """The request head for ``endpoint`` with ``settings.method``, serialized once (empty: made
+    per probe, which then fails with the reason why it cannot be made)."""
 
     @classmethod
     def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings, *,
@@ -104,10 +107,28 @@ class ProbeRequest:
             endpoint = Endpoint("http", "", 0, b"/")  # probed as a failure with reason "other"
         regex = BodyRegex.of(settings.body_regex) if settings.body_regex is not None else None
         headers = tuple((k.encode("ascii"), v.encode("utf-8")) for k, v in settings.request.headers)
-        return cls(key, url, settings, endpoint, regex, headers,
-                   credentials.authorization if credentials is not None else b"",
-                   settings.request.server_name, ssl_context,
-                   credentials is not None and bool(credentials.client_pem))
+        req = cls(key, url, settings, endpoint, regex, headers,
+                  credentials.authorization if credentials is not None else b"",
+                  settings.request.server_name, ssl_context,
+                  credentials is not None and bool(credentials.client_pem))
+        try:
+            return dataclasses.replace(req, first_head=request_head(req, endpoint, settings.method.encode(), True))
+        except (ProbeFailure, UnicodeError):
+            return req
+
+
+def request_head(req: ProbeRequest, ep: Endpoint, method: bytes, first: bool) -> bytes:
+    """The request head of one hop. ``first``: ``ep`` is the first URL's origin (credentials and
+    serverName apply)."""
+    own = {k.lower() for k, _ in req.headers}
+    headers = [(b"Host", ep.host_header(req.server_name if first else "")), (b"Connection", b"close"),
+               *((k, v) for k, v in ((b"User-Agent", USER_AGENT), (b"Accept", b"*/*")) if k.lower() not in own),
+               *req.headers]
+    if first and req.authorization:
+        headers.append((b"Authorization", req.authorization))
+    if method == b"POST":
+        headers.append((b"Content-Length", b"0"))
+    return http11.request_head(method, ep.target, headers)
 
 
 class Prober:
@@ -208,17 +229,10 @@ class Prober:
         """One exchange on ``stream``; the Location to follow, or None when this was the last hop.
         ``first``: ``ep`` is the first URL's origin (credentials and serverName apply)."""
         s = req.settings
-        own = {k.lower() for k, _ in req.headers}
-        headers = [(b"Host", ep.host_header(req.server_name if first else "")), (b"Connection", b"close"),
-                   *((k, v) for k, v in ((b"User-Agent", USER_AGENT), (b"Accept", b"*/*")) if k.lower() not in own),
-                   *req.headers]
-        if first and req.authorization:
-            headers.append((b"Authorization", req.authorization))
-        if method == b"POST":
-            headers.append((b"Content-Length", b"0"))
+        head = req.first_head if ep is req.endpoint and req.first_head else request_head(req, ep, method, first)
         follow = s.max_redirects > 0
-        response = await http11.exchange(stream, method, ep.target, headers, max_body_bytes=s.max_body_bytes,
-                                         follow_redirects=follow, statuses=status)
+        response = await http11.exchange(stream, head, head_request=method == b"HEAD",
+                                         max_body_bytes=s.max_body_bytes, follow_redirects=follow, statuses=status)
         if follow and 300 <= response.status < 400 and response.location is not None:
             return response.location
         if not s.status_ok(response.status):

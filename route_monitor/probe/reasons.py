@@ -25,8 +25,6 @@ import socket
 import ssl
 from enum import Enum
 
-import h11
-
 from route_monitor.probe.result import FailureReason as R
 
 
@@ -44,6 +42,10 @@ class ProbeFailure(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+
+
+class ProtocolError(Exception):
+    """A response that is not valid HTTP/1.1 (``probe/http11.py``): ``protocol_error``."""
 
 
 _CONNECT_TIMEOUT_ERRNOS = {errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
@@ -69,7 +71,7 @@ def closed_after_handshake(exc: BaseException) -> str | None:
     for it, or None for any other error."""
     if isinstance(exc, ConnectionResetError | ssl.SSLEOFError):
         how = "connection reset"
-    elif isinstance(exc, h11.RemoteProtocolError) and str(exc).startswith("server closed the connection without"):
+    elif isinstance(exc, ProtocolError) and str(exc).startswith("server closed the connection without"):
         how = "connection closed"
     else:
         return None
@@ -102,7 +104,7 @@ def classify(exc: BaseException, phase: Phase) -> tuple[R, str]:
         if exc.errno in _CONNECT_TIMEOUT_ERRNOS:
             return R.CONNECTION_TIMEOUT, f"cannot connect: {_describe(exc)}"
         return R.OTHER, f"cannot connect: {_describe(exc)}"
-    if isinstance(exc, h11.ProtocolError):
+    if isinstance(exc, ProtocolError):
         return R.PROTOCOL_ERROR, f"invalid HTTP response: {_describe(exc)}"
     if isinstance(exc, ssl.SSLError):
         return R.TLS_ERROR, f"TLS error: {_describe(exc)}"
