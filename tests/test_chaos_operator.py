@@ -146,8 +146,11 @@ def test_watch_expiry_410_gone_after_etcd_compaction_is_recovered(cluster: Clust
             cluster.restart_apiserver()  # a fresh watch cache: the operator's resourceVersion is too old (410)
             create("after")
             kube.delete(RouteMonitor, "before", namespace=ns)
-            wait_for(lambda: get_rule(kube, ns, "after") and not get_rule(kube, ns, "before"), timeout=90,
-                     what="changes after the compaction acted on")
+            try:
+                wait_for(lambda: get_rule(kube, ns, "after") and not get_rule(kube, ns, "before"), timeout=90,
+                         what="changes after the compaction acted on")
+            except TimeoutError as e:
+                raise AssertionError(f"{e}\n{op.log(200)}") from None
             assert op.proc is not None and op.proc.poll() is None, op.log()
         finally:
             assert op.stop() == 0, op.log()
