@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         if args.path == "operator":
             from benchmarks.soak_operator import operator_soak  # needs the control-plane binaries
-            soak = operator_soak(urls, args.interval, work)
+            soak = operator_soak(urls, args.interval, work, create_first=args.create_first)
         else:
             soak = standalone_soak(urls, args.interval, work)
         with soak as soaked:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         measure.stop(targets)
     loads = [float(r["load1"] or 0) for r in rows]
-    return {"path": args.path, "monitors": args.monitors, "interval": args.interval, "minutes": args.minutes,
+    return {"path": args.path, "create_first": args.create_first, "monitors": args.monitors, "interval": args.interval, "minutes": args.minutes,
             "started": started.strftime("%Y-%m-%d %H:%M:%S UTC"), "steady": steady.strftime("%H:%M:%S UTC"),
             "ended": dt.datetime.now(dt.UTC).strftime("%H:%M:%S UTC"),
             "samples": rows, "slope_per_minute": slopes(rows),
@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", default="30s")
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--sample-every", type=float, default=60.0)
+    ap.add_argument("--create-first", action="store_true",
+                    help="operator path: create the RouteMonitors before the operator starts (default: after)")
     ap.add_argument("--out", help="JSON result file (default benchmarks/results/soak-<path>.json)")
     args = ap.parse_args(argv)
     result = run(args)

@@ -59,10 +59,12 @@ def ready_monitors(op: Operator) -> float:
 
 @contextmanager
 def operator_soak(urls: list[str], interval: str, work: Path | None = None,
-                  cluster: Cluster | None = None, args: tuple[str, ...] = (),
+                  cluster: Cluster | None = None, args: tuple[str, ...] = (), create_first: bool = False,
                   setup_timeout: float = 1200) -> Iterator[Soaked]:
     """The operator (with ``args`` added) probing one RouteMonitor per URL in namespace ``soak``,
-    all of them ready; stopped on exit (and the control plane, if this started it)."""
+    all of them ready; stopped on exit (and the control plane, if this started it). The monitors
+    are created once the operator is ready, or with ``create_first`` before it starts (it then
+    loads them all at start-up)."""
     work = work or Path(tempfile.mkdtemp(prefix="route-monitor-soak-operator-"))
     own = cluster is None
     plane = cluster or start_cluster(work)
@@ -72,11 +74,14 @@ def operator_soak(urls: list[str], interval: str, work: Path | None = None,
                                                         "metadata": {"name": NS}})
         if r.status_code != 409:
             r.raise_for_status()
-        op.start(timeout=120)
-        assert op.proc is not None
+        if not create_first:
+            op.start(timeout=120)
         t0 = time.monotonic()
         create_monitors(plane, urls, interval)
         print(f"# {len(urls)} RouteMonitors created in {time.monotonic() - t0:.0f} s", flush=True)
+        if create_first:
+            op.start(timeout=setup_timeout)
+        assert op.proc is not None
         while ready_monitors(op) < len(urls):
             if time.monotonic() - t0 > setup_timeout:
                 raise TimeoutError(f"{ready_monitors(op):.0f} of {len(urls)} monitors ready (log: {op.log_path})")
@@ -87,6 +92,7 @@ def operator_soak(urls: list[str], interval: str, work: Path | None = None,
         yield Soaked(pid=op.proc.pid, metrics_url=f"http://127.0.0.1:{op.metrics_port}/metrics",
                      counters=lambda: {"api_writes": api_writes(plane)})
     finally:
-        op.stop()
+        if op.proc is not None:
+            op.stop()
         if own:
             plane.stop()
