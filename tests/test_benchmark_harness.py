@@ -1,15 +1,18 @@
 """The benchmark harness measures what it says (``benchmarks/``; the numbers are in RESULTS.md).
 
 Covers: quantiles from histogram bucket increases (as ``histogram_quantile`` computes them);
-CPU read from ``/proc`` grows with work; and one tiny real run of each side against the real
+CPU read from ``/proc`` grows with work; one tiny real run of each side against the real
 target server: our engine in its own process and Debian's blackbox_exporter driven by the load
-generator, each probing 20 local targets, every probe counted and successful. No timing
+generator, each probing 20 local targets, every probe counted and successful; and the soak
+(``benchmarks/soak.py``) for two one-second samples of 20 monitors through ``standalone`` and
+through the operator on the real control plane, every series sampled. No timing
 assertions: those are the benchmark's job, not the tests'.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -19,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks import blackbox, measure, ours, targets
+from benchmarks import blackbox, measure, ours, soak, soak_sample, targets
+from tests.support.cluster import Cluster
 
 INF = float("inf")
 
@@ -84,3 +88,32 @@ def test_blackbox_exporter_probes_every_target_in_the_window(target_server: dict
     row = asyncio.run(blackbox.run(targets=urls, interval=1.0, warmup=1.0, measure_s=3.0, workdir=tmp_path))
     _check(row, 20, 1.0, 3.0)
     assert row["errors"] == 0, row
+
+
+@pytest.mark.timeout(60)
+def test_soak_samples_standalone_and_reports_slopes(tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    assert soak.main(["--monitors", "20", "--interval", "1s", "--minutes", str(2 / 60), "--sample-every", "1",
+                      "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert len(result["samples"]) == 2, result
+    for row in result["samples"]:
+        assert 10 <= row["probes"] <= 30, row  # 20 monitors, once a second
+        assert row["asyncio_tasks"] >= 20 and row["open_fds"] >= 3 and row["threads"] >= 1, row
+        assert row["rss_mib"] > 1 and row["schedule_lag_p99_ms"] is not None, row
+    assert set(result["slope_per_minute"]) == {"rss_mib", "open_fds", "threads", "asyncio_tasks"}, result
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_soak_operator_path_samples_the_operator(cluster: Cluster, target_server: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    from benchmarks.soak_operator import NS, operator_soak
+
+    urls = targets.target_urls(target_server, 20)
+    with operator_soak(urls, "1s", tmp_path, cluster, ("--namespace", NS)) as soaked:
+        rows = soak_sample.sample_run(soaked, 2, 1.0)
+    for row in rows:
+        assert 10 <= (row["probes"] or 0) <= 30, row
+        assert (row["asyncio_tasks"] or 0) >= 20 and row["api_writes"] is not None, row
+        assert row["kube_requests"] is not None, row
