@@ -27,7 +27,7 @@ SCHEDULE_LAG_SECONDS: Final = "route_monitor_probe_schedule_lag_seconds"
 EVENT_LOOP_LAG_SECONDS: Final = "route_monitor_event_loop_lag_seconds"
 PROBES_IN_FLIGHT: Final = "route_monitor_probes_in_flight"
 ASYNCIO_TASKS: Final = "route_monitor_asyncio_tasks"
-"""asyncio tasks alive in the process (sampled by the event-loop lag watcher): flat in a healthy process."""
+"""asyncio tasks alive in the process (counted when /metrics is read): flat in a healthy process."""
 PROBES_SKIPPED_TOTAL: Final = "route_monitor_probes_skipped_total"
 KUBE_REQUESTS_TOTAL: Final = "route_monitor_kube_requests_total"
 """Requests the operator makes to the Kubernetes API itself, by verb and resource: every write, and the

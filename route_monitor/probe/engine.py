@@ -95,8 +95,8 @@ class ProbeEngine:
     async def start(self) -> None:
         self._started = True
         self._lag_task = asyncio.create_task(guard("event-loop lag watcher", lambda: watch_loop_lag(
-            self.metrics.event_loop_lag.observe, every=self._loop_lag_every,
-            count_tasks=self.metrics.asyncio_tasks.set)))
+            self.metrics.event_loop_lag.observe, every=self._loop_lag_every)))
+        self.metrics.count_tasks_of(asyncio.get_running_loop())
         for worker in self._workers.values():
             self._launch(worker)
 

@@ -21,6 +21,7 @@ URL does not change (so the expiry alert does not resolve because the target wen
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import platform
 import threading
@@ -144,6 +145,12 @@ class ProbeMetrics:
         self._registry = registry
         self._collector = _Collector(self)
         registry.register(self._collector)
+
+    def count_tasks_of(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``route_monitor_asyncio_tasks`` counts ``loop``'s tasks when scraped (exact at every
+        scrape, nothing spent between scrapes; ``asyncio.all_tasks`` is safe from the scraping
+        thread, it copies the task set under retry)."""
+        self.asyncio_tasks.set_function(lambda: len(asyncio.all_tasks(loop)))
 
     def add(self, key: tuple[str, str], info: TargetInfo, threshold_seconds: float | None) -> MonitorSeries:
         """The series of ``key`` (created with both result series at 0, or updated in place).

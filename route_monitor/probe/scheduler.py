@@ -117,19 +117,10 @@ async def guard(name: str, factory: Callable[[], Awaitable[None]], *, backoff: f
             await asyncio.sleep(backoff)
 
 
-async def watch_loop_lag(observe: Callable[[float], None], *, every: float = 0.5,
-                         count_tasks: Callable[[int], None] | None = None, count_every: float = 15.0) -> None:
-    """Sleep ``every`` seconds, forever, and observe how much later than asked the loop woke us;
-    also hand ``count_tasks`` the number of asyncio tasks alive (read on the loop's own thread)
-    at once and then every ``count_every`` seconds: ``all_tasks`` walks every task (one per
-    monitor), ~2 ms at 1,000 monitors, too much to do twice a second."""
+async def watch_loop_lag(observe: Callable[[float], None], *, every: float = 0.5) -> None:
+    """Sleep ``every`` seconds, forever, and observe how much later than asked the loop woke us."""
     loop = asyncio.get_running_loop()
-    next_count = loop.time()
     while True:
         start = loop.time()
         await asyncio.sleep(every)
-        now = loop.time()
-        observe(max(0.0, now - start - every))
-        if count_tasks is not None and now >= next_count:
-            next_count = now + count_every
-            count_tasks(len(asyncio.all_tasks(loop)))
+        observe(max(0.0, loop.time() - start - every))

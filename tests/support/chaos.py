@@ -57,7 +57,8 @@ class Footprint:
 
 
 def footprint(op: Operator) -> Footprint:
-    """Sampled twice a second by the operator itself; read once the count of monitors is steady."""
+    """The operator's asyncio tasks (counted when /metrics is read), less one per owned monitor;
+    read once the count of monitors is steady."""
     assert op.proc is not None
     tasks, monitors = op.sample(names.ASYNCIO_TASKS), op.sample(names.OWNED_MONITORS)
     assert tasks is not None and monitors is not None
