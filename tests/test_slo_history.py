@@ -169,6 +169,10 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HistoryPrometheus
                  Counter(LIVE, "flaky", LIVE_FROM, LIVE_TO, STEP, flaky)]
     with backfilled(tmp_path_factory.mktemp("history"), counters=counters, gauges=gauges,
                     rules=backfill_rules()) as p:
+        live = p.query(f'count by (monitor) ({names.probes_increase_record("5m")}{{namespace="{LIVE}"}})')
+        assert len(live) == len(LIVE_MONITORS), (
+            f"the backfilled tiles of {LIVE} are not served at 'now' ({live}); blocks "
+            f"{sorted(b.name for b in p.data.iterdir())}; log: {(p.workdir / 'prometheus.log').read_text()[-3000:]}")
         yield p
 
 
