@@ -18,8 +18,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.reconcile import Reconciler, TokenBucket
+from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.statuswriter import TokenBucket
 from route_monitor.operator.world import World
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
@@ -226,7 +227,7 @@ async def test_the_status_written_is_kept_once_the_watch_brings_it_back() -> Non
     body = rec.world.monitors[KEY]
     rec.world.observe("routemonitor", "MODIFIED", {**body, "status": written})
     rec.status_seen(KEY)
-    assert KEY not in rec._written
+    assert KEY not in rec.status.written
     clock.now = 1030.0
     await rec.reconcile(KEY)
     assert kube.names().count("status") == 1

@@ -4,8 +4,7 @@ the world, with as few API writes as possible.
 1. Annotated Route/Service -> generated RouteMonitor (apply, delete, or leave it), Warning
    events (each posted once while it holds).
 2. RouteMonitor -> probe engine (add/replace/remove), PrometheusRule (applied when it changes),
-   status (written when it changes; a probe-result-only change at most every
-   ``status_min_interval`` per monitor; never per probe).
+   status (:mod:`route_monitor.operator.statuswriter`: written when it changes, never per probe).
 
 Caches here only save writes; the truth is always recomputed from the world, so a restart
 rebuilds everything and writes nothing that is already right.
@@ -13,7 +12,6 @@ rebuilds everything and writes nothing that is already right.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -22,7 +20,6 @@ from typing import Any, Protocol
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor import maintenance
-from route_monitor.logs import monitor_extra
 from route_monitor.operator import ownership, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.kube import KubeWriter, status_code
@@ -30,6 +27,7 @@ from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.slo_state import SloStatus
+from route_monitor.operator.statuswriter import StatusWriter
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
 from route_monitor.resolve import ResolvedTarget
@@ -41,20 +39,6 @@ log = logging.getLogger(__name__)
 class Engine(Protocol):
     def set_monitor(self, spec: MonitorSpec, target: ResolvedTarget) -> None: ...
     def remove_monitor(self, key: tuple[str, str]) -> None: ...
-
-
-def _ready(status_: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
-    for c in (status_ or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return (str(c.get("status")), str(c.get("reason")), str(c.get("message")))
-    return None
-
-
-def _log_ready_transition(key: Key, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> None:
-    """One line when a monitor's Ready condition changes (status or reason), never per probe."""
-    old, new = _ready(before), _ready(after)
-    if new is not None and (old is None or old[:2] != new[:2]):
-        log.info("%s/%s Ready=%s (%s): %s", *key, *new, extra=monitor_extra(key))
 
 
 def _fingerprint(spec: MonitorSpec, uid: str) -> int | None:
@@ -69,24 +53,6 @@ class RetryLater(Exception):
     """The reconcile wrote what it could (status says what failed); try again after a backoff."""
 
 
-class TokenBucket:
-    """At most ``rate`` acquisitions per second on average, bursts of up to ``rate``."""
-
-    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._rate, self._clock = rate, clock
-        self._tokens, self._at = rate, clock()
-
-    async def acquire(self) -> None:
-        while True:
-            now = self._clock()
-            self._tokens = min(self._rate, self._tokens + (now - self._at) * self._rate)
-            self._at = now
-            if self._tokens >= 1 - 1e-9:  # float sums of elapsed time fall just short of 1
-                self._tokens -= 1
-                return
-            await asyncio.sleep(max((1 - self._tokens) / self._rate, 0.001))
-
-
 class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
@@ -99,16 +65,12 @@ class Reconciler:
         self._valid: set[Key] = set()
         """Monitors probed with a valid spec: an invalid edit keeps them probing with it."""
         self.rules = RuleSync(kube)
-        self._written: dict[Key, dict[str, Any]] = {}
-        self._written_at: dict[Key, float] = {}
+        self.status = StatusWriter(world=world, settings=settings, kube=kube, metrics=metrics, results=self.results,
+                                   schedule=schedule, clock=clock)
         self._rule_input: dict[Key, int] = {}
         """Hash of (spec, monitor uid) each monitor's rule was last synced from: an unchanged spec
         skips rendering the PrometheusRule (~0.4 ms) on every later reconcile."""
-        self._first_wait: dict[Key, float] = {}
-        """New monitors whose first status waits for their first probe result: since when."""
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
-        self._monitor_warned: dict[Key, tuple[str, str]] = {}
-        self._status_bucket = TokenBucket(settings.status_writes_per_second)
         self.credentials: OperatorCredentials | None = None
         """Contract 8: reads and watches what monitors reference (None: nothing is referenced)."""
         self.slo_of: Callable[[Key], SloStatus | None] | None = None
@@ -132,13 +94,7 @@ class Reconciler:
         self._warned.pop(key, None)
 
     def status_seen(self, key: Key) -> None:
-        """The watch brought the monitor back with the status last written: keep that one copy (the
-        world's), not a second one here (a few KiB per monitor)."""
-        written = self._written.get(key)
-        body = self.world.monitors.get(key)
-        if written is not None and body is not None and \
-                status.significant(body.get("status")) == status.significant(written):
-            del self._written[key]
+        self.status.seen(key)
 
     def start_probing(self, key: Key) -> None:
         """Probe a monitor this replica just took over at once, before its reconcile (API writes,
@@ -197,8 +153,8 @@ class Reconciler:
         self._valid.discard(key)
         if self.credentials is not None:
             self.credentials.forget(key)
-        for cache in (self.results, self._written, self._written_at, self._first_wait, self._monitor_warned):
-            cache.pop(key, None)
+        self.results.pop(key, None)
+        self.status.forget(key)
         self.metrics.set_state(key, None)
 
     def _forget(self, key: Key) -> None:
@@ -226,8 +182,8 @@ class Reconciler:
             self.metrics.set_state(key, "invalid")
             obs = status.Observed(generation=generation, invalid=str(e) + (
                 "; probing goes on with the last valid spec" if kept else ""))
-            await self._write_status(key, body, obs)
-            await self._warn_not_ready(key, body, obs)
+            await self.status.write(key, body, obs)
+            await self.status.warn_not_ready(key, body, obs)
             return
         target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
                                      cluster_domain=self.settings.cluster_domain)
@@ -250,23 +206,10 @@ class Reconciler:
                               last_result=self.results.get(key), probed_by=self._member,
                               next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()),
                               slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None)
-        await self._write_status(key, body, obs)
-        await self._warn_not_ready(key, body, obs)
+        await self.status.write(key, body, obs)
+        await self.status.warn_not_ready(key, body, obs)
         if rules.retry:
             raise RetryLater(rules.error)
-
-    async def _warn_not_ready(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
-        """A Warning event on the RouteMonitor when it is not Ready, once per reason and message
-        (``kubectl describe rmon`` shows why next to the status)."""
-        ready = status.conditions(obs)[0]
-        if ready["status"] == "True":
-            self._monitor_warned.pop(key, None)
-            return
-        why = (ready["reason"], ready["message"])
-        if self._monitor_warned.get(key) == why:
-            return
-        await self.kube.warn(dict(plan.reference("routemonitor", body)), *why)
-        self._monitor_warned[key] = why
 
     async def _apply_rules(self, key: Key, spec: MonitorSpec, body: Mapping[str, Any]) -> RulesOutcome:
         name = names.prometheus_rule_name(key[1])
@@ -282,52 +225,3 @@ class Reconciler:
         if outcome.error is None and source is not None:
             self._rule_input[key] = source
         return outcome
-
-    def _probe_to_write(self, key: Key, written: Mapping[str, Any] | None, now: float) -> Mapping[str, Any] | None:
-        """lastProbe to write: the newest result if its outcome changed and the rate bound allows,
-        else what is already written (and a later reconcile is scheduled)."""
-        old: Mapping[str, Any] | None = (written or {}).get("lastProbe")
-        new = status.last_probe(self.results.get(key))
-        if new is None or status.outcome(new) == status.outcome(old):
-            return old
-        wait = self._written_at.get(key, 0.0) + self.settings.status_min_interval - now
-        if old is None or wait <= 0:
-            return new
-        self.metrics.status_deferred.inc()
-        self._schedule(key, wait)
-        return old
-
-    def _await_first_result(self, key: Key, written: Mapping[str, Any] | None, obs: status.Observed,
-                            now: float) -> bool:
-        """Hold back the first status of a new monitor that is probing and has no result yet, until
-        its first result (which enqueues it) or ``first_status_within`` seconds: the result then
-        rides on the one write. Anything else (no target, rules failed, invalid) is written at once."""
-        if (written or obs.last_result is not None or not isinstance(obs.target, ResolvedTarget)
-                or obs.rules_error is not None or obs.finding_errors):
-            self._first_wait.pop(key, None)
-            return False
-        wait = self._first_wait.setdefault(key, now) + self.settings.first_status_within - now
-        if wait <= 0:
-            return False
-        self._schedule(key, wait)
-        return True
-
-    async def _write_status(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
-        written = self._written.get(key) or body.get("status")
-        now = self._clock()
-        if self._await_first_result(key, written, obs, now):
-            return
-        self._first_wait.pop(key, None)
-        new = status.build(obs, written, now, self._probe_to_write(key, written, now))
-        if status.significant(new) == status.significant(written):
-            return
-        await self._status_bucket.acquire()
-        try:
-            await self.kube.patch_status(key[0], key[1], new)
-        except Exception as e:
-            if status_code(e) == 404:
-                return  # deleted meanwhile; its DELETED event follows
-            raise
-        self._written[key] = new
-        self._written_at[key] = now
-        _log_ready_transition(key, written, new)
