@@ -16,7 +16,6 @@ target.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,13 +34,6 @@ EXTRA_TASKS = 10
 """Tasks allowed beyond the baseline afterwards: a few in flight at any moment, never one per
 failed request or reconnect (the outage makes dozens of each)."""
 EXTRA_RSS_KIB = 40 * 1024
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def kill(cluster: Cluster, component: str) -> None:

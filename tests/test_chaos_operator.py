@@ -22,7 +22,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -35,24 +34,12 @@ from alert_rules import names
 from route_monitor.operator.kube import PrometheusRule, RouteMonitor
 from tests.support.cluster import ADMIN_TOKEN, Cluster
 from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, admin_client
+from tests.support.operator import Operator, Target
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
 BURST = 500
 NS = "chaos-burst"
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def monitor(i: int, host: str) -> dict[str, object]:

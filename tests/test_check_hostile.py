@@ -6,13 +6,12 @@ what ``check`` accepts, ``standalone`` starts (the same target resolution runs i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from route_monitor.cli import main
+from tests.support import standalone
 
 GOOD = ("apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: good, namespace: shop}\n"
         "spec:\n  target: {url: 'https://good.example'}\n  slo: {availability: '99.9'}\n")
@@ -102,17 +101,5 @@ def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys:
 def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
         tmp_path: Path, content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
-    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(tmp_path),
-                             "--metrics-address", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        lines = []
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("metrics: "):
-                break
-        assert proc.poll() is None, "".join(lines)
+    with standalone.started(tmp_path) as lines:
         assert any("monitoring shop/good" in line for line in lines) and expected.split(":")[0] in "".join(lines)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

@@ -41,7 +41,6 @@ from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
     Target,
-    admin_client,
     admit,
     annotations,
     condition,
@@ -57,11 +56,6 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
-
-
-@pytest.fixture(scope="module")
 def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
         yield op
@@ -70,13 +64,6 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
     return new_namespace(kube, request, "t")
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, operator: Operator, ns: str,

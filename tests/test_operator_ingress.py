@@ -34,7 +34,6 @@ from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
     Target,
-    admin_client,
     annotations,
     condition,
     get,
@@ -48,11 +47,6 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
-
-
-@pytest.fixture(scope="module")
 def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
         yield op
@@ -61,13 +55,6 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
     return new_namespace(kube, request, "i")
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def port_of(t: Target) -> int:

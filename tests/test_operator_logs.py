@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,6 @@ from tests.support.net import wait_for
 from tests.support.operator import Target, admin_client, annotations, condition, route, running_operator, wait_monitor
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def records(path: Path) -> list[dict[str, Any]]:

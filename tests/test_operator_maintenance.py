@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -35,17 +34,10 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
-from tests.test_operator import kube, ns, operator  # noqa: F401  (module fixtures: one operator for these tests)
+from tests.test_operator import ns, operator  # noqa: F401  (module fixtures: one operator for these tests)
 
 pytestmark = pytest.mark.cluster
 WINDOW = "0 2 * * SUN 2h Europe/Paris"
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 def test_paused_route_is_probed_but_not_counted_and_status_says_so(

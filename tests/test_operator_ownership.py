@@ -34,7 +34,6 @@ from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
     Target,
-    admin_client,
     annotations,
     condition,
     get,
@@ -46,11 +45,6 @@ from tests.support.operator import (
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +61,6 @@ def operator(cluster: Cluster, workdir: Path) -> Iterator[Operator]:
 @pytest.fixture
 def ns(kube: Client, request: pytest.FixtureRequest) -> str:
     return new_namespace(kube, request, "own")
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 TEAM_GROUPS = [{"name": "shop-own-alerts", "rules": [

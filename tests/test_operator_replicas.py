@@ -31,7 +31,7 @@ from route_monitor.operator.kube import RouteMonitor
 from route_monitor.operator.sharding import owner_of
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, admin_client, annotations, route
+from tests.support.operator import Operator, Target, annotations, route
 
 pytestmark = pytest.mark.cluster
 
@@ -39,18 +39,6 @@ MONITORS = 24
 INTERVAL = 2.0
 LEASE_NS = "route-monitor"
 _runs = itertools.count(1)
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target()
-    yield t
-    t.close()
 
 
 class Replicas:

@@ -26,14 +26,9 @@ from alert_rules import names
 from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, admin_client, annotations, condition, get, route
+from tests.support.operator import Operator, Target, annotations, condition, get, route
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: Cluster) -> Client:
-    return admin_client(cluster)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from alert_rules import names
 from alert_rules.fielderrors import MAX_ERRORS, MAX_MESSAGE, FieldError, InvalidSpec
 from route_monitor.annotations import monitor_manifest
 from route_monitor.spec import parse_routemonitor
+from tests.support import standalone
 
 
 def rm(spec: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -179,20 +180,8 @@ def test_check_prints_every_field_error_of_an_object_in_one_run(tmp_path: Path) 
 def test_standalone_prints_every_field_error_and_runs_the_good_monitor(tmp_path: Path) -> None:
     path = tmp_path / "shop.yaml"
     path.write_text(GOOD + "---\n" + BAD)
-    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(tmp_path),
-                             "--metrics-address", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        lines = []
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("metrics: "):
-                break
-        assert proc.poll() is None, "".join(lines)
+    with standalone.started(tmp_path) as lines:
         prefix = f"{path}#1: error: RouteMonitor/web/shop: "
         errors = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
         assert sorted({e.split(": ")[0] for e in errors}) == sorted(BAD_FIELDS), "".join(lines)
         assert any("monitoring web/good" in line for line in lines) and "hunter2" not in "".join(lines)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event, Namespace
@@ -228,3 +229,17 @@ def warnings_for(kube: Client, ns: str, kind: str, name: str, reason: str) -> li
     return [e.message or "" for e in kube.list(Event, namespace=ns)
             if e.type == "Warning" and e.reason == reason and e.involvedObject.kind == kind
             and e.involvedObject.name == name]
+
+
+@pytest.fixture(scope="module")
+def kube(cluster: Cluster) -> Client:
+    """An admin client of the session's cluster (modules that need more define their own)."""
+    return admin_client(cluster)
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    """A real HTTP target on loopback, closed after the test."""
+    t = Target()
+    yield t
+    t.close()
