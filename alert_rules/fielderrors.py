@@ -13,7 +13,7 @@ Messages are bounded whatever the input: a field error echoes its value in one s
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -183,3 +183,25 @@ def collecting(parse: Callable[[Collect], T]) -> T:
         raise InvalidSpec.of(c.errors, c.omitted) from None
     c.done()
     return out
+
+
+def mapping(value: object, field: str) -> Mapping[str, Any]:
+    """A mapping field (absent: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidSpec(field, value, "expected a mapping")
+    return value
+
+
+def each(items: Iterable[Any], field: str, parse: Callable[[Any, str], T]) -> tuple[T, ...]:
+    """``parse(item, "field[i]")`` for every item of a list field, reporting every bad item at once."""
+    c = Collect()
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item, f"{field}[{i}]"))
+        except InvalidSpec as e:
+            c.take(e)
+    c.done()
+    return tuple(out)

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from alert_rules import durations
-from alert_rules.fielderrors import Collect, FieldError, collecting
+from alert_rules.fielderrors import Collect, FieldError, collecting, each
 from alert_rules.model import InvalidSpec, parse_duration_ms
 
 UTC = dt.UTC
@@ -197,15 +197,7 @@ def parse_windows(value: object, field: str = "spec.maintenance") -> tuple[Windo
         return ()
     if not isinstance(value, list):
         raise InvalidSpec(field, value, "expected a list of windows")
-    c = Collect()
-    windows = []
-    for i, item in enumerate(value):
-        try:
-            windows.append(parse_window(item, f"{field}[{i}]"))
-        except InvalidSpec as e:
-            c.take(e)
-    c.done()
-    return tuple(windows)
+    return each(value, field, parse_window)
 
 
 def annotation_items(text: str, field: str) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from alert_rules.fielderrors import Collect, collecting
+from alert_rules.fielderrors import Collect, collecting, each, mapping
 from alert_rules.model import InvalidSpec, parse_duration_ms
 from route_monitor import bodyregex
 from route_monitor.requestspec import RequestOptions, parse_request
@@ -50,14 +50,6 @@ class ProbeSettings:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
 
 
-def mapping(value: object, field: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidSpec(field, value, "expected a mapping")
-    return value
-
-
 def boolean(value: object, field: str, default: bool) -> bool:
     if value is None:
         return default
@@ -85,15 +77,7 @@ def parse_status_ranges(value: object, field: str) -> tuple[tuple[int, int], ...
     items = value if isinstance(value, list) else [value]
     if not items:
         raise InvalidSpec(field, value, "at least one expected status is needed")
-    c = Collect()
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(_status_range(item, f"{field}[{i}]"))
-        except InvalidSpec as e:
-            c.take(e)
-    c.done()
-    return tuple(out)
+    return each(items, field, _status_range)
 
 
 def _interval(value: object, field: str) -> int:

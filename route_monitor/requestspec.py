@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from alert_rules.fielderrors import Collect, collecting
+from alert_rules.fielderrors import Collect, collecting, mapping
 from alert_rules.model import InvalidSpec
 
 RefKind = Literal["secret", "configMap"]
@@ -91,16 +91,8 @@ _NO_REF = ObjectRef("secret")
 """Fallbacks for fields in error: the parser goes on with them and raises before returning."""
 
 
-def _map(value: object, field: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidSpec(field, value, "expected a mapping")
-    return value
-
-
 def _object_ref(value: object, field: str, kind: RefKind) -> ObjectRef:
-    m = _map(value, field)
+    m = mapping(value, field)
     name, folder = m.get("name"), m.get("dir")
     if (name is None) == (folder is None):
         raise InvalidSpec(field, sorted(str(k)[:60] for k in m), "expected name (an object in the monitor's namespace; "
@@ -120,7 +112,7 @@ def _key(m: Mapping[str, Any], name: str, default: str, field: str) -> str:
 
 
 def _auth(value: object, field: str) -> BasicAuth | BearerAuth | None:
-    a = _map(value, field)
+    a = mapping(value, field)
     present = [k for k in ("basic", "bearer") if a.get(k) is not None]
     if len(present) > 1:
         raise InvalidSpec(field, sorted(a), "at most one of basic or bearer")
@@ -128,7 +120,7 @@ def _auth(value: object, field: str) -> BasicAuth | BearerAuth | None:
         return None
     kind = present[0]
     ref_field = f"{field}.{kind}.secretRef"
-    ref_map = _map(_map(a[kind], f"{field}.{kind}").get("secretRef"), ref_field)
+    ref_map = mapping(mapping(a[kind], f"{field}.{kind}").get("secretRef"), ref_field)
     c = Collect()
     ref = c.get(lambda: _object_ref(ref_map, ref_field, "secret"), _NO_REF)
 
@@ -144,7 +136,7 @@ def _auth(value: object, field: str) -> BasicAuth | BearerAuth | None:
 def _headers(value: object, field: str) -> tuple[tuple[str, str], ...]:
     out = []
     c = Collect()
-    for name, v in _map(value, field).items():
+    for name, v in mapping(value, field).items():
         if not isinstance(name, str) or not _TOKEN.match(name):
             c.add(f"{field}", name, "expected a header name (letters, digits and !#$%&'*+.^_`|~-)")
             continue
@@ -167,20 +159,20 @@ def parse_request(probe: Mapping[str, Any], field: str = "spec.probe") -> Reques
 
 
 def _ca(value: object, ca_field: str) -> KeyRef:
-    ca_map = _map(value, ca_field)
+    ca_map = mapping(value, ca_field)
     present = [k for k in ("configMap", "secret") if ca_map.get(k) is not None]
     if len(present) != 1:
         raise InvalidSpec(ca_field, sorted(str(k)[:60] for k in ca_map), "expected exactly one of configMap or secret")
     kind: RefKind = "configMap" if present[0] == "configMap" else "secret"
     sub = f"{ca_field}.{present[0]}"
     return collecting(lambda c: KeyRef(c.get(lambda: _object_ref(ca_map[present[0]], sub, kind), _NO_REF),
-                                       c.get(lambda: _key(_map(ca_map[present[0]], sub), "key", "ca.crt", sub), ""),
+                                       c.get(lambda: _key(mapping(ca_map[present[0]], sub), "key", "ca.crt", sub), ""),
                                        sub))
 
 
 def _client_cert(value: object, field: str) -> tuple[KeyRef, KeyRef]:
     c_field = f"{field}.secret"
-    ref = _object_ref(_map(value, field).get("secret"), c_field, "secret")
+    ref = _object_ref(mapping(value, field).get("secret"), c_field, "secret")
     return (KeyRef(ref, TLS_CERT_KEY, c_field), KeyRef(ref, TLS_KEY_KEY, c_field))
 
 
@@ -191,7 +183,7 @@ def _server_name(value: object, field: str) -> str:
 
 
 def _request(probe: Mapping[str, Any], field: str, c: Collect) -> RequestOptions:
-    tls = c.get(lambda: _map(probe.get("tls"), f"{field}.tls"), _EMPTY)
+    tls = c.get(lambda: mapping(probe.get("tls"), f"{field}.tls"), _EMPTY)
     return RequestOptions(
         headers=c.get(lambda: _headers(probe.get("headers"), f"{field}.headers"), ()),
         auth=c.get(lambda: _auth(probe.get("auth"), f"{field}.auth"), None),

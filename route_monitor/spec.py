@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from alert_rules import names
-from alert_rules.fielderrors import Collect, collecting, echo
+from alert_rules.fielderrors import Collect, collecting, echo, mapping
 from alert_rules.model import (
     DEFAULT_PERIOD_MS,
     Alerting,
@@ -30,7 +30,7 @@ from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
 from route_monitor.probespec import ProbeSettings as ProbeSettings
-from route_monitor.probespec import boolean, mapping, probe_settings
+from route_monitor.probespec import boolean, probe_settings
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
