@@ -73,12 +73,17 @@ def api(cluster: Cluster, method: str, path: str, body: Any = None, **headers: s
                          headers={"Authorization": f"Bearer {ADMIN_TOKEN}", **headers})
 
 
+def namespace(cluster: Cluster, name: str) -> str:
+    """``name``, created if it is not there yet."""
+    r = api(cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": name}})
+    assert r.status_code in (201, 409), r.text
+    return name
+
+
 @pytest.fixture(scope="module")
 def crd_ns(cluster: Cluster) -> str:
-    r = api(cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": "crd-tests"}})
-    assert r.status_code in (201, 409), r.text
-    return "crd-tests"
+    return namespace(cluster, "crd-tests")
 
 
 def create(cluster: Cluster, obj: dict[str, Any], plural: str = "routemonitors",

@@ -32,7 +32,7 @@ from route_monitor.probe.prober import Endpoint, ProbeRequest
 from route_monitor.spec import MonitorSpec, parse_routemonitor
 from tests.support.cluster import Cluster
 from tests.support.fuzzing import examples
-from tests.test_crd import GOOD, api
+from tests.test_crd import GOOD, api, namespace
 
 MAX_FIELD_ERROR = 850  # field (200) + reason (300) + echoed value (300)
 
@@ -170,10 +170,7 @@ def json_routemonitors(draw: st.DrawFn) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fuzz_ns(cluster: Cluster) -> str:
-    r = api(cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": "crd-fuzz"}})
-    assert r.status_code in (201, 409), r.text
-    return "crd-fuzz"
+    return namespace(cluster, "crd-fuzz")
 
 
 @pytest.mark.cluster
