@@ -42,9 +42,9 @@ def parse_ms(text: str) -> int:
     if any(len(n.lstrip("0")) > MAX_DIGITS for n, _ in tokens):
         raise DurationError(f"{_shown(text)} is too large: at most {MAX_DIGITS} "
                             "digits per number")
-    total = sum(int(n) * _UNITS_MS[u] for n, u in tokens)
+    total = sum(int(n.lstrip("0") or "0") * _UNITS_MS[u] for n, u in tokens)
     if total <= 0:
-        raise DurationError(f"{text!r} is zero: a duration must be positive")
+        raise DurationError(f"{_shown(text)} is zero: a duration must be positive")
     return total
 
 

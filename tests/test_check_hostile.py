@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from alert_rules import durations
 from route_monitor.cli import main
 from tests.support import standalone
 
@@ -44,6 +45,8 @@ CASES = [
     pytest.param(nested(1500).encode(), "", id="nested-1500"),
     pytest.param(rm(extra="  probe: {interval: " + "9" * 5000 + "s}\n").encode(), "spec.probe.interval",
                  id="5000-digit-duration"),
+    pytest.param(rm(extra="  probe: {interval: " + "0" * 5000 + "s}\n").encode(), "spec.probe.interval",
+                 id="5000-zeros-duration"),
     pytest.param(rm(metadata="{name: a/b, namespace: shop}").encode(), "metadata.name: expected a Kubernetes name",
                  id="slash-in-name"),
     pytest.param(rm(metadata="{name: bad, namespace: 'a]'}").encode(), "metadata.namespace", id="bracket-namespace"),
@@ -103,3 +106,10 @@ def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
     with standalone.started(tmp_path) as lines:
         assert any("monitoring shop/good" in line for line in lines) and expected.split(":")[0] in "".join(lines)
+
+
+def test_leading_zeros_of_a_duration_are_read_not_counted_as_digits() -> None:
+    """Python refuses ``int()`` of 4,300+ digits: 5,000 leading zeros once crashed the parser."""
+    assert durations.parse_ms("0" * 5000 + "30s") == 30_000
+    with pytest.raises(durations.DurationError, match="is zero"):
+        durations.parse_ms("0" * 5000 + "s")
