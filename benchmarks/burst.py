@@ -8,7 +8,7 @@ operator hold them) probes ``--steady`` monitors at 1-5 s intervals against the 
 (:mod:`benchmarks.targets`, a separate process). After ``--before`` seconds it sets
 ``--burst`` more monitors and settles the heap the way ``standalone`` does on start-up or a
 reload (``ProbeEngine.set_monitors``, batches that yield to the loop; code before it set them in
-one loop turn, as the operator's ``start_owned`` and takeover still do), then watches
+one loop turn; the operator's ``start_owned`` and takeovers start theirs in batches of 100), then watches
 ``--window`` seconds. Reported per phase (before / during the burst): the steady monitors'
 schedule lag (p50, p99, max; measured as the engine does, when the probe starts inside the
 concurrency bound), the event loop's lag (a 10 ms sleeper: p99, max), the wall time of setting

@@ -8,7 +8,7 @@ and reports CPU ms per probe (``time.process_time`` of this process, so the targ
 counted). Variants: hand-written GET on asyncio streams; httpcore's ``AsyncHTTPConnection`` per
 probe with one shared SSL context; a shared ``httpx.AsyncClient`` with keep-alive off; a new
 ``httpx.AsyncClient`` per probe (builds an SSL context each time); and the engine's own probe
-path (``Prober.probe``: connect, TLS, h11 exchange, result classification).
+path (``Prober.probe``: connect, TLS, its own HTTP/1.1 exchange, result classification).
 """
 
 from __future__ import annotations

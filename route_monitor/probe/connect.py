@@ -69,7 +69,7 @@ class Stream:
 
 
 AnyStream = Stream | TLSStream
-"""What :func:`open_stream` returns: plain (asyncio streams) or TLS (:mod:`tlsstream`)."""
+"""What :func:`open_stream` returns: plain (the socket itself) or TLS (:mod:`tlsstream`)."""
 
 
 @lru_cache(maxsize=8192)

@@ -11,7 +11,7 @@ queued behind it and failed as ``dns_error`` (measured in ``tests/test_chaos_dns
 So:
 
 - a lookup already running for the same (host, port) is joined, not started again: a name whose
-  resolver hangs holds one thread, however often it is probed and however many monitors use it;
+  resolver hangs holds one thread per port, however often it is probed and however many monitors use it;
   each probe still fails at its own deadline (``dns_error``, "name resolution timed out");
 - the lookups run in a pool of their own (:data:`THREADS`), never the default executor that
   ``asyncio.to_thread`` work shares: up to ``THREADS - 1`` names can hang at once without delaying
