@@ -68,6 +68,12 @@ CASES = [
     pytest.param(b"HTTP/2 200 OK\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None), id="not-http-1x"),
     pytest.param(b"HTTP/1.1 101 Switching Protocols\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None),
                  id="switching-protocols-refused"),
+    pytest.param(b"HTTP/1.1 000 X\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", {},
+                 (False, R.PROTOCOL_ERROR, None), id="status-000-is-not-an-interim-response"),
+    pytest.param(b"HTTP/1.1 099 X\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None), id="status-099-then-close"),
+    pytest.param(b"HTTP/1.1 1000 X\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None), id="four-digit-status"),
+    pytest.param(b"HTTP/1.1 100 Continue\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None),
+                 id="interim-response-then-close"),
     pytest.param(b"HTTP/1.1 200 OK\r\nX: " + b"v" * 70_000 + b"\r\n\r\n", {}, (False, R.PROTOCOL_ERROR, None),
                  id="head-over-64KiB"),
     pytest.param(b"HTTP/1.1 200 OK\r\nContent-Le", {}, (False, R.PROTOCOL_ERROR, None), id="closed-inside-head"),
@@ -79,3 +85,28 @@ async def test_response_framing(targets: Targets, answer: bytes, kw: dict[str, o
                                 expected: tuple[bool, R | None, int | None]) -> None:
     success, reason, status, detail = await probe(targets, answer, **kw)
     assert (success, reason, status) == expected, detail
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 000 X\r\n\r\n", b"HTTP/1.1 099 X\r\n\r\n", b"HTTP/1.1 42 X\r\n\r\n"])
+async def test_status_below_100_is_named_in_the_detail(targets: Targets, answer: bytes) -> None:
+    success, reason, status, detail = await probe(targets, answer)
+    assert (success, reason, status) == (False, R.PROTOCOL_ERROR, None), detail
+    assert "status line" in detail and answer.split()[1].decode() in detail, detail
+
+
+@pytest.mark.parametrize(("answer", "reason", "words"), [
+    pytest.param(b"HTTP/1.1 099 X\r\n\r\n", R.PROTOCOL_ERROR, "099", id="status-099-then-close"),
+    pytest.param(b"HTTP/1.1 000 X\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", R.PROTOCOL_ERROR,
+                 "000", id="status-000-then-200"),
+    pytest.param(b"HTTP/1.1 100 Continue\r\n\r\n", R.PROTOCOL_ERROR, "interim", id="interim-response-then-close"),
+    pytest.param(b"", R.TLS_ERROR, "right after the TLS handshake, before any response",
+                 id="nothing-at-all-may-be-a-refused-client-certificate"),
+])
+async def test_over_tls_only_a_connection_closed_before_any_byte_blames_the_client_certificate(
+        targets: Targets, answer: bytes, reason: R, words: str) -> None:
+    request = ProbeRequest.build(("ns", "m"), targets.https(raw(answer)), settings(),
+                                 ssl_context=targets.client_context())
+    result = await Prober().probe(request)
+    assert (result.success, result.reason, result.status_code) == (False, reason, None), result.detail
+    assert words in result.detail
+    assert ("client certificate" in result.detail) is (reason is R.TLS_ERROR), result.detail

@@ -9,7 +9,9 @@ Framing follows RFC 9112 section 6.3 for a response: none after ``HEAD``, 1xx, 2
 ``Transfer-Encoding`` ending in ``chunked``; else ``Content-Length`` (several must agree);
 else up to the end of the connection. Anything malformed, a head over 64 KiB, a connection
 that ends before the message does: :class:`~route_monitor.probe.reasons.ProtocolError`
-(``protocol_error``). Interim 1xx responses are skipped; ``101`` is refused.
+(``protocol_error``). A status is three digits from ``100``; ``000``-``099`` are malformed, not
+interim. Interim 1xx responses are skipped; ``101`` is refused. A connection that ends before
+the server sent a single byte is :class:`~route_monitor.probe.reasons.ClosedWithoutResponse`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from route_monitor.probe.connect import AnyStream
-from route_monitor.probe.reasons import ProbeFailure, ProtocolError
+from route_monitor.probe.reasons import ClosedWithoutResponse, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
 
 READ_SIZE = 64 * 1024
@@ -53,17 +55,20 @@ def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]
 
 
 class _Reader:
-    __slots__ = ("buf", "eof", "stream")
+    __slots__ = ("buf", "eof", "heard", "stream")
 
     def __init__(self, stream: AnyStream) -> None:
         self.stream = stream
         self.buf = bytearray()
         self.eof = False
+        self.heard = False
+        """The server sent at least one byte."""
 
     async def more(self) -> None:
         data = await self.stream.read(READ_SIZE)
         if data:
             self.buf += data
+            self.heard = True
         else:
             self.eof = True
 
@@ -72,9 +77,11 @@ class _Reader:
         while (end := _HEAD_END.search(self.buf, start)) is None:
             if len(self.buf) > MAX_HEAD_BYTES:
                 raise ProtocolError("response head larger than 64 KiB")
+            if self.eof and not self.heard:
+                raise ClosedWithoutResponse("server closed the connection without sending a response")
             if self.eof:
-                raise ProtocolError("server closed the connection without sending a response" if not self.buf
-                                    else "connection closed in the middle of the response head")
+                raise ProtocolError("connection closed in the middle of the response head" if self.buf
+                                    else "connection closed after an interim 1xx response, before the final one")
             start = max(0, len(self.buf) - 3)
             await self.more()
         if end.start() > MAX_HEAD_BYTES:
@@ -84,6 +91,9 @@ class _Reader:
         status = _STATUS.fullmatch(lines[0].rstrip(b"\r"))
         if status is None:
             raise ProtocolError(f"malformed status line {lines[0][:100]!r}")
+        if status.group(1) < b"100":
+            raise ProtocolError(f"status {status.group(1).decode()} in status line {lines[0][:100]!r} is not an "
+                                "HTTP status (100 or more)")
         fields: dict[bytes, list[bytes]] = {}
         last: list[bytes] | None = None
         for raw in lines[1:]:

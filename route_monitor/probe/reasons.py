@@ -48,6 +48,11 @@ class ProtocolError(Exception):
     """A response that is not valid HTTP/1.1 (``probe/http11.py``): ``protocol_error``."""
 
 
+class ClosedWithoutResponse(ProtocolError):
+    """The server closed the connection before sending a single byte (``protocol_error``; over
+    TLS, :func:`closed_after_handshake`)."""
+
+
 _CONNECT_TIMEOUT_ERRNOS = {errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
 _CLIENT_CERT_ALERTS = {
     "TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
@@ -71,7 +76,7 @@ def closed_after_handshake(exc: BaseException) -> str | None:
     for it, or None for any other error."""
     if isinstance(exc, ConnectionResetError | ssl.SSLEOFError):
         how = "connection reset"
-    elif isinstance(exc, ProtocolError) and str(exc).startswith("server closed the connection without"):
+    elif isinstance(exc, ClosedWithoutResponse):
         how = "connection closed"
     else:
         return None
