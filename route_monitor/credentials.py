@@ -20,6 +20,7 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
+from route_monitor import httpfields
 from route_monitor.requestspec import BasicAuth, BearerAuth, KeyRef, RequestOptions
 
 REASONS = ("SecretNotFound", "ConfigMapNotFound", "Forbidden", "InvalidCertificate", "InvalidSecret",
@@ -73,7 +74,11 @@ def _text(ref: KeyRef, raw: bytes) -> str:
 
 def _authorization(auth: BasicAuth | BearerAuth, read: Reader) -> bytes:
     if isinstance(auth, BearerAuth):
-        return b"Bearer " + _text(auth.token, read(auth.token)).strip().encode("utf-8")
+        token = _text(auth.token, read(auth.token)).strip().encode("utf-8")
+        if not httpfields.value_ok(token):  # sent as it is in the Authorization header
+            raise CredentialError("InvalidSecret", f"{auth.token.ref.describe()} key {auth.token.key}: a bearer token "
+                                  f"must be {httpfields.VALUE_RULE}", auth.token.field)
+        return b"Bearer " + token
     user = _text(auth.username, read(auth.username))
     if ":" in user:
         raise CredentialError("InvalidSecret", f"{auth.username.ref.describe()} key {auth.username.key}: a basic "

@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from alert_rules.fielderrors import Collect, collecting, mapping
 from alert_rules.model import InvalidSpec
+from route_monitor import httpfields
 
 RefKind = Literal["secret", "configMap"]
 TLS_CERT_KEY, TLS_KEY_KEY = "tls.crt", "tls.key"
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 RESERVED_HEADERS = {
@@ -137,15 +137,15 @@ def _headers(value: object, field: str) -> tuple[tuple[str, str], ...]:
     out = []
     c = Collect()
     for name, v in mapping(value, field).items():
-        if not isinstance(name, str) or not _TOKEN.match(name):
-            c.add(f"{field}", name, "expected a header name (letters, digits and !#$%&'*+.^_`|~-)")
+        if not isinstance(name, str) or not httpfields.name_ok(name):
+            c.add(f"{field}", name, f"expected a header name ({httpfields.NAME_RULE})")
             continue
         why = RESERVED_HEADERS.get(name.lower())
         if why is not None:
             c.add(f"{field}.{name}", "(not shown)" if "authorization" in name.lower() else v,
                   f"{name} cannot be set here: {why}")
-        elif not isinstance(v, str) or any(ch in v for ch in "\r\n\0"):
-            c.add(f"{field}.{name}", v, "expected a string on one line")
+        elif not isinstance(v, str) or not httpfields.value_ok(v):
+            c.add(f"{field}.{name}", v, f"expected {httpfields.VALUE_RULE}")
         else:
             out.append((name, v))
     c.done()

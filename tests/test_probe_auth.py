@@ -1,7 +1,8 @@
 """Probing what users really run (Contract 8), against real HTTPS servers made with trustme.
 
-Covers: basic and bearer auth (and a wrong password is ``http_status`` 401); plain headers
-(and a User-Agent of one's own); a private CA from ``tls.caRef`` (without it the certificate is
+Covers: basic and bearer auth (and a wrong password is ``http_status`` 401; a basic password
+may hold control characters, a bearer token may not: ``InvalidSecret`` without the value); plain
+headers (a User-Agent of one's own, a tab inside a value); a private CA from ``tls.caRef`` (without it the certificate is
 invalid); ``tls.serverName`` as SNI, verified name and Host; mutual TLS (accepted with the
 right client certificate; refused without one or with one from another CA: ``tls_error``
 saying the server refused the client certificate); credentials never sent to another origin
@@ -106,6 +107,19 @@ async def test_plain_headers_are_sent_and_may_replace_the_user_agent(started: li
     result = await probe(t.url(), *build({"headers": {"X-Probe": "route-monitor", "User-Agent": "mine/1"}}, {}))
     assert result.success
     assert (t.seen[-1].headers["X-Probe"], t.seen[-1].headers["User-Agent"]) == ("route-monitor", "mine/1")
+
+
+async def test_a_basic_password_may_hold_control_characters_it_is_sent_encoded(started: list[AuthTarget]) -> None:
+    t = target(started, authorization="Basic " + base64.b64encode(b"probe:two\x01\ttabs").decode())
+    result = await probe(t.url(), *build(BASIC, {"creds/username": b"probe", "creds/password": b"two\x01\ttabs"}))
+    assert result.success, result.detail
+
+
+async def test_a_tab_inside_a_header_value_is_sent(started: list[AuthTarget]) -> None:
+    t = target(started)
+    result = await probe(t.url(), *build({"headers": {"X-Probe": "a\tb"}}, {}))
+    assert result.success, result.detail
+    assert t.seen[-1].headers["X-Probe"] == "a\tb"
 
 
 CA = {"tls": {"caRef": {"configMap": {"name": "ca", "key": "ca.crt"}}}}
@@ -213,6 +227,8 @@ def test_no_secret_in_any_repr(company_ca: PrivateCA, client_ca: PrivateCA) -> N
                  id="colon-in-user"),
     pytest.param(BASIC, {"creds/username": b"u", "creds/password": b"two\nlines"}, "InvalidSecret", "one non-empty line",
                  id="multi-line-password"),
+    pytest.param({"auth": {"bearer": {"secretRef": {"name": "tok"}}}}, {"tok/token": b"two\x01\x1b[0m"},
+                 "InvalidSecret", "without control characters", id="control-character-in-bearer-token"),
     pytest.param(CA, {"ca/ca.crt": b"not a certificate"}, "InvalidCertificate", "no PEM certificate", id="garbage-ca"),
     pytest.param(MTLS, "mismatched", "InvalidCertificate", "does not match", id="key-of-another-certificate"),
     pytest.param(MTLS, "encrypted", "InvalidCertificate", "encrypted private keys", id="encrypted-key"),

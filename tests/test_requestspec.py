@@ -4,13 +4,17 @@ Covers: defaults (no headers, no auth, default keys of each reference); every re
 monitor reads, in order; errors naming the field (two auths, a reference with both or neither
 of name and dir, a bad key, a bad serverName, a CA from two places); ``Authorization`` and
 ``Host`` refused in headers, pointing to ``auth`` and ``serverName`` (the Authorization value is
-never echoed); user info in a URL target refused pointing to ``spec.probe.auth`` without the
+never echoed); a header name or value the prober could not send (a control character other than
+a tab) refused naming the header, also by ``route-monitor check``; user info in a URL target refused pointing to ``spec.probe.auth`` without the
 password; ports outside 1-65535 refused in URL targets, Service ports and annotations; a
 Route host carrying user info or a bad port does not resolve.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,11 +71,43 @@ def test_defaults_and_references() -> None:
     pytest.param({"headers": {"X-Bad": "a\r\nInjected: 1"}}, "spec.probe.headers.X-Bad", id="header-injection"),
     pytest.param({"headers": {"Bad Name": "x"}}, "spec.probe.headers", id="bad-header-name"),
     pytest.param({"headers": {"Host": "x"}}, "spec.probe.headers.Host", id="host-header"),
+    pytest.param({"headers": {"X-Ctl": "a\x01b"}}, "spec.probe.headers.X-Ctl", id="control-character-in-value"),
+    pytest.param({"headers": {"X-Esc": "\x1b[31mred"}}, "spec.probe.headers.X-Esc", id="escape-in-value"),
+    pytest.param({"headers": {"X-Vt": "a\x0bb"}}, "spec.probe.headers.X-Vt", id="vertical-tab-in-value"),
+    pytest.param({"headers": {"X-Del": "a\x7f"}}, "spec.probe.headers.X-Del", id="DEL-in-value"),
+    pytest.param({"headers": {"X-Name\n": "x"}}, "spec.probe.headers", id="newline-after-header-name"),
+    pytest.param({"headers": {"X-Caf\u00e9": "x"}}, "spec.probe.headers", id="non-ascii-header-name"),
 ])
 def test_errors_name_the_field(probe: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidSpec) as e:
         parse_routemonitor(rm(probe=probe))
     assert e.value.field == field
+
+
+def test_a_header_the_prober_could_not_send_is_refused_naming_it_and_what_is_accepted() -> None:
+    with pytest.raises(InvalidSpec) as e:
+        parse_request({"headers": {"X-Ok": "fine", "X-Ctl": "a\x01b", "X-Del": "b\x7f"}})
+    assert [err.field for err in e.value.errors] == ["spec.probe.headers.X-Ctl", "spec.probe.headers.X-Del"]
+    assert "without control characters (a tab is allowed)" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["a\tb", "caf\u00e9", "  padded  ", ""])
+def test_values_http_allows_are_accepted(value: str) -> None:
+    assert parse_request({"headers": {"X-V": value}}).headers == (("X-V", value),)
+
+
+def test_check_refuses_a_control_character_in_a_header_value_naming_the_header(tmp_path: Path) -> None:
+    manifest = tmp_path / "monitors.yaml"
+    manifest.write_text(
+        "apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: shop, namespace: ns}\n"
+        "spec:\n  target: {url: 'https://shop.example/health'}\n  slo: {availability: '99.9'}\n"
+        '  probe:\n    headers: {X-Tenant: "a\\x01b", X-Tab: "a\\tb"}\n')
+    proc = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "check", str(manifest)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "spec.probe.headers.X-Tenant" in errors[0], proc.stderr
+    assert "without control characters" in errors[0] and "Traceback" not in proc.stderr
 
 
 def test_authorization_header_is_refused_pointing_to_auth_without_echoing_it() -> None:
