@@ -108,7 +108,7 @@ async def test_forbidden_detail_says_so(targets: Targets) -> None:
 
 async def test_name_resolving_to_metadata_address_is_refused_at_connect_time(
         targets: Targets, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_lookup(host: str, port: int) -> list[str]:  # what getaddrinfo would have answered
+    def fake_lookup(host: str) -> list[str]:  # what getaddrinfo would have answered
         assert host == "innocent.example"
         return ["169.254.169.254"]
 

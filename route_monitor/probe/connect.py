@@ -81,7 +81,7 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-async def resolve(host: str, port: int) -> list[str]:
+async def resolve(host: str) -> list[str]:
     """Addresses for ``host`` (IP literals skip DNS); raises ProbeFailure for forbidden ones."""
     if forbidden_host(host):
         raise ProbeFailure(FailureReason.OTHER, f"forbidden address {host}: link-local and cloud metadata "
@@ -89,7 +89,7 @@ async def resolve(host: str, port: int) -> list[str]:
     if _is_ip(host):
         addresses = [host]
     else:
-        addresses = await dns.addresses(host, port)
+        addresses = await dns.addresses(host)
     for address in addresses:
         if forbidden_ip(address):
             raise ProbeFailure(FailureReason.OTHER, f"forbidden address {address} for {host}: link-local and "
@@ -142,7 +142,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     TCP connect and TLS are two steps (so a failure names its phase); TLS runs on the
     connected socket through :mod:`~route_monitor.probe.tlsstream`, not asyncio's SSL transport."""
     progress.phase = Phase.DNS
-    addresses = await resolve(host, port)
+    addresses = await resolve(host)
     progress.phase = Phase.CONNECT
     last: OSError | None = None
     for address in addresses:

@@ -10,9 +10,11 @@ queued behind it and failed as ``dns_error`` (measured in ``tests/test_chaos_dns
 
 So:
 
-- a lookup already running for the same (host, port) is joined, not started again: a name whose
-  resolver hangs holds one thread per port, however often it is probed and however many monitors use it;
-  each probe still fails at its own deadline (``dns_error``, "name resolution timed out");
+- a lookup already running for the same name is joined, not started again: a name whose
+  resolver hangs holds one thread, however often it is probed, on however many ports and by
+  however many monitors; each probe still fails at its own deadline (``dns_error``, "name
+  resolution timed out"). The lookup asks for the name alone (no port: the resolver's answer
+  does not depend on it), and the caller connects to the port it wants;
 - the lookups run in a pool of their own (:data:`THREADS`), never the default executor that
   ``asyncio.to_thread`` work shares: up to ``THREADS - 1`` names can hang at once without delaying
   the others.
@@ -31,9 +33,9 @@ from functools import cache
 THREADS = 32
 """Threads for ``getaddrinfo``: how many distinct names can be resolving at once."""
 
-_Key = tuple[str, int]
-_running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, asyncio.Future[list[str]]]] = \
+_running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[list[str]]]] = \
     weakref.WeakKeyDictionary()
+"""Per event loop: the lookup running for each name."""
 
 
 @cache
@@ -41,28 +43,28 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="route-monitor-dns")
 
 
-def _lookup(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+def _lookup(host: str) -> list[str]:
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def _finished(running: dict[_Key, asyncio.Future[list[str]]], key: _Key, future: asyncio.Future[list[str]]) -> None:
-    if running.get(key) is future:
-        del running[key]
+def _finished(running: dict[str, asyncio.Future[list[str]]], host: str, future: asyncio.Future[list[str]]) -> None:
+    if running.get(host) is future:
+        del running[host]
     if not future.cancelled():
         future.exception()  # retrieved: a lookup whose probes all gave up logs nothing
 
 
-async def addresses(host: str, port: int) -> list[str]:
-    """The addresses ``host`` resolves to, in the resolver's order, without duplicates; raises
-    ``socket.gaierror`` (or the resolver's other error) when it does not resolve."""
+async def addresses(host: str) -> list[str]:
+    """The addresses ``host`` resolves to, in the resolver's order, without duplicates (any
+    port connects to them); raises ``socket.gaierror`` (or the resolver's other error) when it
+    does not resolve."""
     loop = asyncio.get_running_loop()
     running = _running.setdefault(loop, {})
-    key = (host, port)
-    future = running.get(key)
+    future = running.get(host)
     if future is None:
-        future = loop.run_in_executor(_pool(), _lookup, host, port)
-        running[key] = future
-        future.add_done_callback(lambda done: _finished(running, key, done))
+        future = loop.run_in_executor(_pool(), _lookup, host)
+        running[host] = future
+        future.add_done_callback(lambda done: _finished(running, host, done))
     return await asyncio.shield(future)
 
