@@ -5,6 +5,7 @@ Durations are kept as integer milliseconds so that arithmetic on windows stays e
 
 from __future__ import annotations
 
+import functools
 import re
 
 _UNITS_MS = {"y": 365 * 86_400_000, "w": 7 * 86_400_000, "d": 86_400_000,
@@ -53,6 +54,7 @@ def parse_seconds(text: str) -> float:
     return parse_ms(text) / 1000
 
 
+@functools.lru_cache(maxsize=1024)
 def format_ms(ms: int) -> str:
     """Render milliseconds as the shortest Prometheus duration (``90000`` -> ``1m30s``)."""
     if ms <= 0:

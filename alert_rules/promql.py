@@ -6,6 +6,7 @@ monitor names, which land in label matchers) only ever pass through :func:`strin
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from alert_rules import names
@@ -13,8 +14,14 @@ from alert_rules import names
 BY_MONITOR = ", ".join(names.IDENTITY_LABELS)
 
 
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')
+"""Text that needs no escape (nearly every namespace and monitor name): quoted as it is."""
+
+
 def string_literal(value: str) -> str:
     """A PromQL double-quoted string holding exactly ``value`` (Go ``strconv.Quote`` escapes)."""
+    if _PLAIN.fullmatch(value):
+        return f'"{value}"'
     out = []
     for ch in value:
         if ch in ('"', "\\"):
