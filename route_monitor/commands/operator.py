@@ -26,7 +26,7 @@ from alert_rules import names
 from route_monitor import logs, promapi
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
-from route_monitor.operator import patience, scrapesync, slo_loop, transport
+from route_monitor.operator import patience, rest, scrapesync, slo_loop, transport
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
@@ -72,7 +72,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
     config = KubeConfig.from_env()
-    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=transport.for_config(config))
+    pool = transport.for_config(config)
+    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
     supervisor: Supervisor | None = None
 
     def on_result(result: ProbeResult) -> None:
@@ -82,7 +83,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -
     probe_metrics = ProbeMetrics(registry)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, tls=tls)
-    kube = KubeWriter(client, operator_metrics, instance=settings.member)
+    kube = KubeWriter(client, operator_metrics, instance=settings.member,
+                      rest=rest.for_config(config, pool.session) if pool is not None else None)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
     scrape_targets = scrapesync.for_supervisor(client, kube, settings, supervisor) \

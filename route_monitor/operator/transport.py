@@ -33,6 +33,10 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
 
+    def session(self) -> aiohttp.ClientSession:
+        """The pool (opened on the running loop at first use), shared with :mod:`~route_monitor.operator.rest`."""
+        return self._open()
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:  # created on the running loop, at first use
             self._session = aiohttp.ClientSession(
@@ -73,15 +77,20 @@ class _Body(httpx2.AsyncByteStream):
         self._response.release()
 
 
+def _mapped(request: httpx2.Request) -> contextlib.AbstractContextManager[None]:
+    return mapped_errors(request.method, str(request.url), request)
+
+
 @contextlib.contextmanager
-def _mapped(request: httpx2.Request) -> Iterator[None]:
-    """aiohttp's errors as the httpx errors lightkube and the supervisor know."""
+def mapped_errors(method: str, url: str, request: httpx2.Request | None = None) -> Iterator[None]:
+    """aiohttp's errors as the httpx errors lightkube and the supervisor know (the request they
+    carry is built only when one is raised)."""
     try:
         yield
     except TimeoutError as e:
-        raise httpx2.ReadTimeout(str(e) or "timed out", request=request) from e
+        raise httpx2.ReadTimeout(str(e) or "timed out", request=request or httpx2.Request(method, url)) from e
     except aiohttp.ClientConnectionError as e:
-        raise httpx2.ConnectError(str(e) or type(e).__name__, request=request) from e
+        raise httpx2.ConnectError(str(e) or type(e).__name__, request=request or httpx2.Request(method, url)) from e
     except aiohttp.ClientError as e:
         raise httpx2.TransportError(str(e) or type(e).__name__) from e
 
