@@ -23,6 +23,9 @@ from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
 
 Key = tuple[str, str]
+ELSEWHERE = (" (the operator finds it in the cluster; standalone, which reads targets from its files only, "
+             "would not probe this monitor)")
+"""What ``check`` adds to a target that is not in the files (:attr:`Options.cluster_targets`)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class Plan:
     """Monitors named in the files that have an error (a reload keeps their last good spec)."""
     files: list[Path] = field(default_factory=list)
     """Credential files the monitors read (``route_monitor.filecreds``): a change reloads."""
+    valid: list[MonitorSpec] = field(default_factory=list)
+    """Every monitor without an error, in key order (what ``check`` explains): those in
+    :attr:`monitors`, and with :attr:`Options.cluster_targets` those whose target is elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,10 @@ class Options:
     cluster_domain: str = "cluster.local"
     tile_ms: int = DEFAULT_TILE_MS
     """``--tile``: the generated rules' tile (``alert_rules.tiles``), which findings check against each interval."""
+    cluster_targets: bool = False
+    """``check``: the files are meant for the operator, which finds a target (or a Gateway) that
+    is not in them in the cluster: a warning, and the monitor is valid. ``standalone`` resolves
+    every target from its files: an error, and the monitor is not probed."""
 
 
 def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
@@ -101,26 +111,38 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
         key = _key_of(p.ref)
         if key is not None and not p.warning:
             out.failed.add(key)
-    refs = {m.ref for m in loaded}
+    by_source = {m.source: m for m in loaded}
     for spec in found.monitors:
         source = found.sources.get(spec.key, "")
-        try:
-            target = _resolve(spec, found, options)
-        except TargetError as e:
-            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
-            out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))
-            out.failed.add(spec.key)
-            continue
-        out.files.extend(filecreds.files_of(spec, source))
-        try:
-            target = replace(target, credentials=filecreds.read_files(spec, source))
-        except CredentialError as e:
-            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
-            out.problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
-            out.failed.add(spec.key)
-            continue
-        out.monitors[spec.key] = Planned(spec, target, source)
+        doc = by_source.get(source)
+        _plan_one(out, spec, source, doc.ref if doc else spec.name, found, options)
     return out
+
+
+def _plan_one(out: Plan, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
+              options: Options) -> None:
+    """Resolve one monitor's target and read its credentials, with every problem of both."""
+    problems: list[ManifestError] = []
+    target = None
+    try:
+        target = _resolve(spec, found, options)
+    except TargetError as e:
+        elsewhere = e.missing and options.cluster_targets
+        problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}" +
+                                      (ELSEWHERE if elsewhere else ""), elsewhere))
+    out.files.extend(filecreds.files_of(spec, source))
+    credentials = None
+    try:
+        credentials = filecreds.read_files(spec, source)
+    except CredentialError as e:
+        problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
+    out.problems.extend(problems)
+    if any(not p.warning for p in problems):
+        out.failed.add(spec.key)
+        return
+    out.valid.append(spec)
+    if target is not None:
+        out.monitors[spec.key] = Planned(spec, replace(target, credentials=credentials), source)
 
 
 def fingerprint(paths: Iterable[str | Path]) -> tuple[tuple[str, int, int], ...]:

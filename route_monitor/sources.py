@@ -61,7 +61,7 @@ def _resolve_ingress(obj: Mapping[str, Any], target: SourceRef, path: str | None
 def _resolve_httproute(obj: Mapping[str, Any], target: SourceRef, path: str | None, ctx: Context) -> ResolvedTarget:
     assert isinstance(target, HTTPRouteRef)
     return resolve_http.resolve_httproute(obj, target.host, path, lambda key: ctx.lookup("gateway", key),
-                                          from_files=ctx.from_files)
+                                          from_files=ctx.from_files, missing=ctx.missing if ctx.from_files else None)
 
 
 def _gateways(obj: Mapping[str, Any]) -> tuple[Ref, ...]:
@@ -153,7 +153,8 @@ def resolve_target(target: Target, namespace: str, path: str | None, ctx: Contex
     source = source_of(target)
     obj = ctx.lookup(source.kind, (namespace, target.name))
     if obj is None:
-        raise TargetError(f"{source.kind_name}NotFound", f"{source.kind_name} {namespace}/{target.name} {ctx.missing}")
+        raise TargetError(f"{source.kind_name}NotFound", f"{source.kind_name} {namespace}/{target.name} {ctx.missing}",
+                          missing=True)
     resolved = source.resolve(obj, target, path, ctx)
     resolve.check_url_safe(resolved.url)
     return resolved
