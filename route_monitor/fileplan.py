@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from alert_rules.fielderrors import echo
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
+from route_monitor.sources_fields import InvalidSource
 from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
 
 Key = tuple[str, str]
@@ -77,16 +77,6 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 
 
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
-    """The probed URL; a source object whose fields have the wrong shape (``spec.host: [1, 2]``,
-    ``ports: foo``) is a ``TargetError`` naming it, never an exception that stops ``standalone``."""
-    try:
-        return _resolve_as_read(spec, found, options)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        raise TargetError("InvalidSource", f"the {spec.target.kind} {getattr(spec.target, 'name', '')!r} cannot be "
-                          f"read as written: {echo(str(e))}") from None
-
-
-def _resolve_as_read(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
@@ -95,6 +85,21 @@ def _resolve_as_read(spec: MonitorSpec, found: manifests.Collection, options: Op
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
                           missing="is not in the given files", from_files=True)
     return sources.resolve_target(t, spec.namespace, spec.path, ctx)
+
+
+def _source_problems(e: InvalidSource, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
+                     known: list[ManifestError]) -> list[ManifestError]:
+    """One line per field of the wrong shape, on the object that has it (once, however many
+    monitors read it), and for a RouteMonitor one on its ``spec.target`` naming that object."""
+    kind, namespace, name = e.ref
+    origin = found.origins.get((kind, (namespace, name)))
+    lines = manifests.field_errors(origin, e) if origin is not None else []
+    out = [line for line in lines if line not in known]
+    if origin is None or origin.source != source:
+        what = f"{sources.kind_name(kind)} {namespace}/{name}"
+        out.append(ManifestError(source, ref, "spec.target", f"InvalidSource: {what} has fields of the wrong "
+                                 f"shape ({', '.join(f.field for f in e.errors)})"))
+    return out
 
 
 def _key_of(ref: str) -> Key | None:
@@ -130,6 +135,8 @@ def _plan_one(out: Plan, spec: MonitorSpec, source: str, ref: str, found: manife
         elsewhere = e.missing and options.cluster_targets
         problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}" +
                                       (ELSEWHERE if elsewhere else ""), elsewhere))
+    except InvalidSource as e:
+        problems.extend(_source_problems(e, spec, source, ref, found, out.problems))
     out.files.extend(filecreds.files_of(spec, source))
     credentials = None
     try:
