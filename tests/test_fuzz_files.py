@@ -94,8 +94,9 @@ SHAPES: dict[str, tuple[str, str, dict[str, str]]] = {
                    "spec.parentRefs[0].port": "port", "spec.rules": "list", "spec.rules[0].matches": "list",
                    "spec.rules[0].matches[0].path": "mapping", "spec.rules[0].matches[0].path.value": "string"}),
 }
-GATEWAY = ("---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: edge, namespace: ns}\n"
-           "spec: {listeners: [{name: web, protocol: HTTP, port: 80}]}\n")
+GATEWAY_FIELDS = {"spec": "mapping", "spec.listeners": "list", "spec.listeners[0]": "mapping",
+                  "spec.listeners[0].name": "string", "spec.listeners[0].protocol": "string",
+                  "spec.listeners[0].port": "port"}
 _SCALARS = st.one_of(st.integers(-5, 70000), st.booleans(), st.floats(allow_nan=False), st.text(max_size=8))
 WRONG = {
     "string": st.one_of(st.integers(), st.booleans(), st.lists(st.text(max_size=3), max_size=2),
@@ -117,14 +118,22 @@ def put(obj: Any, path: str, value: Any) -> None:
 
 @st.composite
 def wrong_sources(draw: st.DrawFn) -> tuple[str, str, bytes]:
-    """A source object (annotated, or named by a RouteMonitor) with one field of a wrong shape:
-    (``Kind/ns/name``, the field, the file)."""
-    kind = draw(st.sampled_from(sorted(SHAPES)))
-    api_version, spec, fields = SHAPES[kind]
-    field = draw(st.sampled_from(sorted(fields)))
+    """A source object (annotated, or named by a RouteMonitor), or the Gateway an HTTPRoute reads,
+    with one field of a wrong shape: (``Kind/ns/name`` of the object that has it, the field, the file)."""
+    kind = draw(st.sampled_from([*sorted(SHAPES), "Gateway"]))
+    gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "edge", "namespace": "ns"},
+               "spec": {"listeners": [{"name": "web", "protocol": "HTTP", "port": 80}]}}
+    wrong, fields = gateway, GATEWAY_FIELDS
+    if kind == "Gateway":  # an HTTPRoute of the right shape reads it
+        kind, ref = "HTTPRoute", "Gateway/ns/edge"
+    else:
+        fields, ref = SHAPES[kind][2], f"{kind}/ns/web"
+    api_version, spec, _ = SHAPES[kind]
     obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "web", "namespace": "ns"},
            "spec": yaml.safe_load(spec), "status": {"ingress": []} if kind == "Route" else {}}
-    put(obj, field, draw(WRONG[fields[field]]))
+    field = draw(st.sampled_from(sorted(fields)))
+    put(obj if ref.endswith("/web") else wrong, field, draw(WRONG[fields[field]]))
     text = yaml.safe_dump(obj)
     if draw(st.booleans()):
         obj["metadata"]["annotations"] = {"routemonitor.io/slo": "99.9"}
@@ -133,7 +142,7 @@ def wrong_sources(draw: st.DrawFn) -> tuple[str, str, bytes]:
         target = {"Route": "route", "Service": "service", "Ingress": "ingress", "HTTPRoute": "httpRoute"}[kind]
         text += ("---\napiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: m, namespace: ns}\n"
                  f"spec:\n  target: {{{target}: {{name: web}}}}\n  slo: {{availability: '99.9'}}\n")
-    return f"{kind}/ns/web", field, (text + GATEWAY).encode()
+    return ref, field, (text + "---\n" + yaml.safe_dump(gateway)).encode()
 
 
 @settings(max_examples=examples(150))
