@@ -16,7 +16,7 @@ import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
 MAX_ECHO = 300
@@ -103,7 +103,7 @@ class InvalidSpec(ValueError):
         return self.summary()
 
     @classmethod
-    def of(cls, errors: Iterable[FieldError], omitted: int = 0) -> InvalidSpec:
+    def of(cls, errors: Iterable[FieldError], omitted: int = 0) -> Self:
         """All of ``errors`` (duplicates once, order kept) in one exception."""
         shown: dict[str, FieldError] = {}  # values may be unhashable or huge: compare what is shown
         for error in errors:

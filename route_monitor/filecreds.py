@@ -16,15 +16,11 @@ the object and the field, never a value.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from route_monitor.credentials import CredentialError, Credentials, build
-from route_monitor.manifests import ManifestError
 from route_monitor.requestspec import KeyRef
 from route_monitor.spec import MonitorSpec
-
-Key = tuple[str, str]
 
 
 def manifest_folder(source: str) -> Path:
@@ -63,16 +59,3 @@ def read_files(spec: MonitorSpec, source: str) -> Credentials | None:
 
     return build(spec.probe.request, read)
 
-
-def problems(monitors: Iterable[MonitorSpec], sources: Mapping[Key, str]) -> list[ManifestError]:
-    """Every monitor whose references cannot be read or used, as errors naming the file, the
-    object and the field (``route-monitor check``)."""
-    out = []
-    for spec in monitors:
-        source = sources.get(spec.key, "")
-        try:
-            read_files(spec, source)
-        except CredentialError as e:
-            out.append(ManifestError(source, f"RouteMonitor/{spec.namespace}/{spec.name}", e.field,
-                                     f"{e.reason}: {e.message}"))
-    return out

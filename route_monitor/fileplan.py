@@ -14,15 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from alert_rules.fielderrors import echo
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
+from route_monitor.sources_fields import InvalidSource
 from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
 
 Key = tuple[str, str]
+ELSEWHERE = (" (the operator finds it in the cluster; standalone, which reads targets from its files only, "
+             "would not probe this monitor)")
+"""What ``check`` adds to a target that is not in the files (:attr:`Options.cluster_targets`)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class Plan:
     """Monitors named in the files that have an error (a reload keeps their last good spec)."""
     files: list[Path] = field(default_factory=list)
     """Credential files the monitors read (``route_monitor.filecreds``): a change reloads."""
+    valid: list[MonitorSpec] = field(default_factory=list)
+    """Every monitor without an error, in key order (what ``check`` explains): those in
+    :attr:`monitors`, and with :attr:`Options.cluster_targets` those whose target is elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,10 @@ class Options:
     cluster_domain: str = "cluster.local"
     tile_ms: int = DEFAULT_TILE_MS
     """``--tile``: the generated rules' tile (``alert_rules.tiles``), which findings check against each interval."""
+    cluster_targets: bool = False
+    """``check``: the files are meant for the operator, which finds a target (or a Gateway) that
+    is not in them in the cluster: a warning, and the monitor is valid. ``standalone`` resolves
+    every target from its files: an error, and the monitor is not probed."""
 
 
 def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
@@ -67,16 +77,6 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 
 
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
-    """The probed URL; a source object whose fields have the wrong shape (``spec.host: [1, 2]``,
-    ``ports: foo``) is a ``TargetError`` naming it, never an exception that stops ``standalone``."""
-    try:
-        return _resolve_as_read(spec, found, options)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        raise TargetError("InvalidSource", f"the {spec.target.kind} {getattr(spec.target, 'name', '')!r} cannot be "
-                          f"read as written: {echo(str(e))}") from None
-
-
-def _resolve_as_read(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
@@ -85,6 +85,21 @@ def _resolve_as_read(spec: MonitorSpec, found: manifests.Collection, options: Op
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
                           missing="is not in the given files", from_files=True)
     return sources.resolve_target(t, spec.namespace, spec.path, ctx)
+
+
+def _source_problems(e: InvalidSource, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
+                     known: list[ManifestError]) -> list[ManifestError]:
+    """One line per field of the wrong shape, on the object that has it (once, however many
+    monitors read it), and for a RouteMonitor one on its ``spec.target`` naming that object."""
+    kind, namespace, name = e.ref
+    origin = found.origins.get((kind, (namespace, name)))
+    lines = manifests.field_errors(origin, e) if origin is not None else []
+    out = [line for line in lines if line not in known]
+    if origin is None or origin.source != source:
+        what = f"{sources.kind_name(kind)} {namespace}/{name}"
+        out.append(ManifestError(source, ref, "spec.target", f"InvalidSource: {what} has fields of the wrong "
+                                 f"shape ({', '.join(f.field for f in e.errors)})"))
+    return out
 
 
 def _key_of(ref: str) -> Key | None:
@@ -101,26 +116,40 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
         key = _key_of(p.ref)
         if key is not None and not p.warning:
             out.failed.add(key)
-    refs = {m.ref for m in loaded}
+    by_source = {m.source: m for m in loaded}
     for spec in found.monitors:
         source = found.sources.get(spec.key, "")
-        try:
-            target = _resolve(spec, found, options)
-        except TargetError as e:
-            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
-            out.problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}"))
-            out.failed.add(spec.key)
-            continue
-        out.files.extend(filecreds.files_of(spec, source))
-        try:
-            target = replace(target, credentials=filecreds.read_files(spec, source))
-        except CredentialError as e:
-            ref = next((r for r in refs if r.endswith(f"/{spec.namespace}/{spec.name}")), spec.name)
-            out.problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
-            out.failed.add(spec.key)
-            continue
-        out.monitors[spec.key] = Planned(spec, target, source)
+        doc = by_source.get(source)
+        _plan_one(out, spec, source, doc.ref if doc else spec.name, found, options)
     return out
+
+
+def _plan_one(out: Plan, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
+              options: Options) -> None:
+    """Resolve one monitor's target and read its credentials, with every problem of both."""
+    problems: list[ManifestError] = []
+    target = None
+    try:
+        target = _resolve(spec, found, options)
+    except TargetError as e:
+        elsewhere = e.missing and options.cluster_targets
+        problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}" +
+                                      (ELSEWHERE if elsewhere else ""), elsewhere))
+    except InvalidSource as e:
+        problems.extend(_source_problems(e, spec, source, ref, found, out.problems))
+    out.files.extend(filecreds.files_of(spec, source))
+    credentials = None
+    try:
+        credentials = filecreds.read_files(spec, source)
+    except CredentialError as e:
+        problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
+    out.problems.extend(problems)
+    if any(not p.warning for p in problems):
+        out.failed.add(spec.key)
+        return
+    out.valid.append(spec)
+    if target is not None:
+        out.monitors[spec.key] = Planned(spec, replace(target, credentials=credentials), source)
 
 
 def fingerprint(paths: Iterable[str | Path]) -> tuple[tuple[str, int, int], ...]:

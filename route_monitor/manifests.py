@@ -62,6 +62,8 @@ class Collection:
     """monitor key -> where it came from"""
     objects: dict[str, dict[Key, Mapping[str, Any]]] = field(default_factory=dict)
     """kind (a source's or a dependency's) -> (namespace, name) -> the object as read."""
+    origins: dict[tuple[str, Key], Manifest] = field(default_factory=dict)
+    """(kind, (namespace, name)) -> the manifest each object of :attr:`objects` was read from."""
     problems: list[ManifestError] = field(default_factory=list)
 
     def lookup(self, kind: str, key: Key) -> Mapping[str, Any] | None:
@@ -137,6 +139,7 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         elif m.kind in _READ_KINDS:
             kind = _READ_KINDS[m.kind]
             out.objects.setdefault(kind, {})[key_of(m.obj)] = m.obj
+            out.origins[(kind, key_of(m.obj))] = m
             if kind in sources.BY_KIND and is_opted_in(m.obj):
                 annotated.setdefault(key_of(m.obj), {})[kind] = m
     candidates: list[tuple[Manifest, Any]] = [(m, lambda m=m: parse_routemonitor(m.obj)) for m in explicit]

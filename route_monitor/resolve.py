@@ -34,11 +34,14 @@ class ResolvedTarget:
 
 
 class TargetError(Exception):
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, *, missing: bool = False) -> None:
         super().__init__(message)
         self.reason = reason
         """CamelCase: NoHost, NoPorts, PortNotFound, Forbidden, InvalidURL, URLTargetsNotAllowed."""
         self.message = message
+        self.missing = missing
+        """The object, or one its resolution reads (a Gateway), is not known: the operator waits
+        for it; files meant for the operator may leave it to the cluster (``check``)."""
 
 
 def check_url_safe(url: str) -> None:

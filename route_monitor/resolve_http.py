@@ -131,7 +131,8 @@ def _httproute_path(route: Mapping[str, Any]) -> str:
 
 
 def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gateway: GatewayLookup, *,
-                      from_files: bool = False) -> ResolvedTarget:
+                      from_files: bool = False, missing: str | None = None) -> ResolvedTarget:
+    """``missing``: how a Gateway that is not known is told (files: not in the given files)."""
     namespace, name = _meta(route)
     what = f"HTTPRoute {namespace}/{name}"
     chosen = pick_host(what, httproute_hosts(route), host)
@@ -144,8 +145,8 @@ def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gat
     for ref, key in parents:
         gw = gateway(key)
         if gw is None:
-            problems.append(("GatewayNotFound", f"Gateway {key[0]}/{key[1]} is not known (it does not exist, or "
-                             "its namespace is not watched)"))
+            problems.append(("GatewayNotFound", f"Gateway {key[0]}/{key[1]} " + (
+                missing or "is not known (it does not exist, or its namespace is not watched)")))
             continue
         listener = _listener(gw, ref, chosen)
         if listener is None:
@@ -161,4 +162,5 @@ def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gat
         check_url_safe(url)
         return ResolvedTarget(url=url, kind="httproute", name=name)
     reason = problems[0][0]
-    raise TargetError(reason, f"{what}: " + "; ".join(message for _, message in problems))
+    raise TargetError(reason, f"{what}: " + "; ".join(message for _, message in problems),
+                      missing=any(r == "GatewayNotFound" for r, _ in problems))

@@ -14,14 +14,13 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from route_monitor import resolve, resolve_http
+from route_monitor import resolve, resolve_http, sources_fields
 from route_monitor.resolve import ResolvedTarget, TargetError
 from route_monitor.spec import HTTPRouteRef, IngressRef, RouteRef, ServiceRef, SourceRef, Target, UrlTarget
 
 SourceKind = Literal["route", "httproute", "ingress", "service"]
 Key = tuple[str, str]
-Ref = tuple[str, str, str]
-"""(kind, namespace, name) of an object."""
+Ref = sources_fields.Ref
 Lookup = Callable[[str, Key], Mapping[str, Any] | None]
 """(kind, (namespace, name)) -> the object, or None when it is not known."""
 
@@ -60,11 +59,24 @@ def _resolve_ingress(obj: Mapping[str, Any], target: SourceRef, path: str | None
 
 def _resolve_httproute(obj: Mapping[str, Any], target: SourceRef, path: str | None, ctx: Context) -> ResolvedTarget:
     assert isinstance(target, HTTPRouteRef)
-    return resolve_http.resolve_httproute(obj, target.host, path, lambda key: ctx.lookup("gateway", key),
-                                          from_files=ctx.from_files)
+    return resolve_http.resolve_httproute(obj, target.host, path, lambda key: _checked(ctx, "gateway", key),
+                                          from_files=ctx.from_files, missing=ctx.missing if ctx.from_files else None)
+
+
+def _checked(ctx: Context, kind: str, key: Key) -> Mapping[str, Any] | None:
+    """The object, once its fields that resolution reads have the right shape
+    (:class:`~route_monitor.sources_fields.InvalidSource` names those that have not)."""
+    obj = ctx.lookup(kind, key)
+    if obj is not None:
+        sources_fields.check(kind, obj)
+    return obj
 
 
 def _gateways(obj: Mapping[str, Any]) -> tuple[Ref, ...]:
+    try:
+        sources_fields.check("httproute", obj)
+    except sources_fields.InvalidSource:  # resolution reports it; nothing to follow meanwhile
+        return ()
     return tuple(("gateway", *key) for key in resolve_http.gateway_refs(obj))
 
 
@@ -118,6 +130,11 @@ DEPENDENCIES: dict[str, tuple[str, str, str]] = {"gateway": ("gateway.networking
 """Kinds that are no source but that sources read: kind -> (apiVersion, Kind, plural)."""
 
 
+def kind_name(kind: str) -> str:
+    """``route`` -> ``Route``; ``gateway`` -> ``Gateway``."""
+    return BY_KIND[kind].kind_name if kind in BY_KIND else DEPENDENCIES[kind][1]
+
+
 def article(kind_name: str) -> str:
     """``a Route``, ``an Ingress``."""
     return f"{'an' if kind_name[0] in 'AEIOU' else 'a'} {kind_name}"
@@ -134,10 +151,12 @@ def winner(opted_in: Collection[str]) -> Source | None:
 
 def host_problem(kind: str, obj: Mapping[str, Any], wanted: str) -> TargetError | None:
     """Why an annotated object of ``kind`` has no host to probe (wildcards only, or the wanted
-    host is not one of its hosts); None when it has one or its kind has no host choice."""
+    host is not one of its hosts); None when it has one or its kind has no host choice.
+    Raises :class:`~route_monitor.sources_fields.InvalidSource` when its fields have the wrong shape."""
     source = BY_KIND[kind]
     if source.hosts is None:
         return None
+    sources_fields.check(kind, obj)
     try:
         resolve_http.pick_host(f"{source.kind_name} {'/'.join(key_of(obj))}", source.hosts(obj), wanted)
     except TargetError as e:
@@ -147,13 +166,16 @@ def host_problem(kind: str, obj: Mapping[str, Any], wanted: str) -> TargetError 
 
 def resolve_target(target: Target, namespace: str, path: str | None, ctx: Context) -> ResolvedTarget:
     """The URL of ``target`` for a monitor in ``namespace``; :class:`TargetError` says why not
-    (``<Kind>NotFound`` when the object is missing)."""
+    (``<Kind>NotFound`` when the object is missing), and
+    :class:`~route_monitor.sources_fields.InvalidSource` names the fields of the object (or of a
+    Gateway it reads) that have the wrong shape."""
     if isinstance(target, UrlTarget):
         return resolve.resolve_url(target, path)
     source = source_of(target)
-    obj = ctx.lookup(source.kind, (namespace, target.name))
+    obj = _checked(ctx, source.kind, (namespace, target.name))
     if obj is None:
-        raise TargetError(f"{source.kind_name}NotFound", f"{source.kind_name} {namespace}/{target.name} {ctx.missing}")
+        raise TargetError(f"{source.kind_name}NotFound", f"{source.kind_name} {namespace}/{target.name} {ctx.missing}",
+                          missing=True)
     resolved = source.resolve(obj, target, path, ctx)
     resolve.check_url_safe(resolved.url)
     return resolved

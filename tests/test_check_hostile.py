@@ -24,6 +24,13 @@ def rm(metadata: str = "{name: bad, namespace: shop}", target: str = "{url: 'htt
             f"spec:\n  target: {target}\n  slo: {{availability: '99.9'}}\n{extra}")
 
 
+def source(api_version: str, kind: str, name: str, spec: str, annotated: bool = True) -> bytes:
+    """An object a monitor's target is read from (annotated, or named by a RouteMonitor)."""
+    annotations = ", annotations: {routemonitor.io/slo: '99.9'}" if annotated else ""
+    return (f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: {name}, namespace: ns{annotations}}}\n"
+            f"spec: {spec}\n").encode()
+
+
 def nested(depth: int) -> str:
     return rm(extra="  alerting: {labels: " + "[" * depth + "]" * depth + "}\n")
 
@@ -58,12 +65,20 @@ CASES = [
     pytest.param(rm(target="{url: 'http://169.254.169.254/latest'}").encode(), "Forbidden", id="metadata-address"),
     pytest.param(rm(extra="  probe: {bodyRegex: [a, b]}\n").encode(), "spec.probe.bodyRegex: must be a string",
                  id="bodyregex-list"),
-    pytest.param(b"apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: shop, namespace: ns, annotations: "
-                 b"{routemonitor.io/slo: '99.9'}}\nspec: {host: [1, 2], to: {kind: Service, name: shop}}\n",
-                 "Route/ns/shop: spec.target: InvalidSource", id="route-host-list"),
-    pytest.param(b"apiVersion: v1\nkind: Service\nmetadata: {name: pay, namespace: ns, annotations: "
-                 b"{routemonitor.io/slo: '99'}}\nspec: {ports: foo}\n", "Service/ns/pay: spec.target: InvalidSource",
+    pytest.param(source("route.openshift.io/v1", "Route", "shop", "{host: [1, 2], to: {kind: Service, name: shop}}"),
+                 "Route/ns/shop: spec.host: expected a string", id="route-host-list"),
+    pytest.param(source("v1", "Service", "pay", "{ports: foo}"), "Service/ns/pay: spec.ports: expected a list",
                  id="service-ports-scalar"),
+    pytest.param(source("v1", "Service", "pay", "{ports: [{name: http, port: '80'}]}"),
+                 "Service/ns/pay: spec.ports[0].port: expected a port number", id="service-port-string"),
+    pytest.param(source("networking.k8s.io/v1", "Ingress", "ing", "{rules: [{host: [a.example]}]}"),
+                 "Ingress/ns/ing: spec.rules[0].host: expected a string", id="ingress-host-list"),
+    pytest.param(source("gateway.networking.k8s.io/v1", "HTTPRoute", "pay", "{hostnames: pay.example.com, "
+                        "parentRefs: [{name: edge}]}"), "HTTPRoute/ns/pay: spec.hostnames: expected a list",
+                 id="httproute-hostnames-string"),
+    pytest.param((rm(metadata="{name: bad, namespace: ns}", target="{route: {name: shop}}") + "---\n").encode() +
+                 source("route.openshift.io/v1", "Route", "shop", "{host: {a: 1}}", annotated=False),
+                 "Route/ns/shop: spec.host: expected a string", id="routemonitor-to-route-host-mapping"),
     pytest.param(b"", "nothing to monitor", id="empty-file"),
     pytest.param(b"# only a comment\n", "nothing to monitor", id="comments-only"),
     pytest.param(b"a: 1\n", "nothing to monitor", id="no-kind"),
@@ -88,7 +103,8 @@ def test_check_reports_one_bounded_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
     "metadata-scalar", "namespace-int", "annotations-string", "slash-in-name", "port-99999", "broken-ipv6",
-    "no-host", "metadata-address", "bodyregex-list", "nested-1500", "route-host-list", "service-ports-scalar")])
+    "no-host", "metadata-address", "bodyregex-list", "nested-1500", "route-host-list", "service-ports-scalar",
+    "service-port-string", "ingress-host-list", "httproute-hostnames-string", "routemonitor-to-route-host-mapping")])
 def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
@@ -100,12 +116,13 @@ def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys:
 
 
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
-    "route-host-list", "service-ports-scalar", "metadata-address", "broken-ipv6")])
+    "route-host-list", "service-ports-scalar", "service-port-string", "ingress-host-list",
+    "routemonitor-to-route-host-mapping", "metadata-address", "broken-ipv6")])
 def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
         tmp_path: Path, content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
     with standalone.started(tmp_path) as lines:
-        assert any("monitoring shop/good" in line for line in lines) and expected.split(":")[0] in "".join(lines)
+        assert any("monitoring shop/good" in line for line in lines) and expected in "".join(lines), "".join(lines)
 
 
 def test_leading_zeros_of_a_duration_are_read_not_counted_as_digits() -> None:

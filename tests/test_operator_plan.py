@@ -20,6 +20,7 @@ from route_monitor.operator import plan, status
 from route_monitor.operator.world import World
 from route_monitor.probe.result import FailureReason, ProbeResult
 from route_monitor.resolve import ResolvedTarget
+from route_monitor.spec import parse_routemonitor
 
 
 def obj(kind: str, name: str, ann: dict[str, str] | None = None, uid: str = "", ns: str = "ns",
@@ -96,6 +97,28 @@ def test_plan_generated(items: list[tuple[str, dict[str, Any]]], action: str, wa
     decision = plan.plan_generated(world(*items), ("ns", "web"))
     assert decision.action == action
     assert [w.reason for w in decision.warnings] == warnings
+
+
+@pytest.mark.parametrize(("kind", "bad", "field"), [
+    pytest.param("route", {"host": ["a", "b"]}, "spec.host", id="route-host-list"),
+    pytest.param("service", {"ports": [{"port": "80"}]}, "spec.ports[0].port", id="service-port-string"),
+    pytest.param("ingress", {"rules": "web.example"}, "spec.rules", id="ingress-rules-string"),
+])
+def test_a_target_of_the_wrong_shape_is_unresolved_naming_the_field(kind: str, bad: dict[str, Any],
+                                                                    field: str) -> None:
+    target = {kind: {"name": "web"}}
+    w = world((kind, obj(kind, "web", spec=bad)), ("routemonitor", monitor("m", target)))
+    got = plan.resolve_target(parse_routemonitor(w.monitors[("ns", "m")]), w, allow_url_targets=False)
+    assert isinstance(got, plan.Unresolved) and got.reason == "InvalidSource", got
+    assert f"ns/web: {field}: " in got.message, got.message
+
+
+def test_an_annotated_ingress_of_the_wrong_shape_is_a_warning_and_no_monitor() -> None:
+    decision = plan.plan_generated(world(("ingress", obj("ingress", "web", SLO, spec={"rules": [{"host": 5}]}))),
+                                   ("ns", "web"))
+    assert decision.action == "none"
+    [warning] = decision.warnings
+    assert warning.reason == "InvalidSource" and "spec.rules[0].host: expected a string" in warning.message
 
 
 def test_generated_manifest_is_owned_by_the_route_and_applied_once() -> None:

@@ -5,6 +5,9 @@ stdout: per monitor, where it comes from and what its alerts mean at its probe i
 resolves, and the findings). stderr: one line per problem naming the file, the object and the
 field; an invalid object gets one line per field error, all at once, and the summary's
 ``error(s)`` counts these lines. Exits 1 when there is an error (warnings do not fail).
+The files are read once, and targets resolved as ``standalone`` resolves them
+(:func:`route_monitor.fileplan.plan`), except that a target (or a Gateway) not in the files is
+a warning: manifests meant for the operator leave it to the cluster.
 Contract 9: each monitor's warm-up, pause and the start of its next maintenance window, as an
 absolute date and time with its offset (on the window's own clock).
 """
@@ -17,8 +20,8 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import filecreds, fileplan, maintenance, manifests
-from route_monitor.commands.rules import load, report
+from route_monitor import fileplan, maintenance, manifests
+from route_monitor.commands.rules import report
 from route_monitor.spec import MonitorSpec, UrlTarget
 
 
@@ -37,41 +40,22 @@ def exclusions(spec: MonitorSpec, now: float) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def unresolvable(paths: list[str],
-                 monitors: list[MonitorSpec]) -> list[tuple[tuple[str, str], manifests.ManifestError]]:
-    """Monitors whose target ``standalone`` cannot resolve from these files (a missing object, a
-    link-local or metadata address, a source with fields of the wrong shape), so ``check`` says
-    what ``standalone`` will do."""
-    planned = fileplan.plan(paths)
-    keys = {m.key for m in monitors}
-    return [(key, p) for p in planned.problems
-            if p.field.startswith("spec.target") and (key := _key(p.ref)) is not None and key in keys]
-
-
-def _key(ref: str) -> tuple[str, str] | None:
-    parts = ref.split("/")
-    return (parts[1], parts[2]) if len(parts) == 3 else None
-
-
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
         now: float | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    loaded = load(args.paths)
-    loaded.problems.extend(filecreds.problems(loaded.monitors, loaded.sources))
-    refused = unresolvable(args.paths, loaded.monitors)
-    loaded.problems.extend(problem for _, problem in refused)
-    loaded.monitors[:] = [m for m in loaded.monitors if m.key not in {key for key, _ in refused}]
-    if not loaded.monitors and not any(not p.warning for p in loaded.problems):
-        loaded.problems.append(manifests.ManifestError(
+    planned = fileplan.plan(args.paths, fileplan.Options(cluster_targets=True))
+    monitors, problems = planned.valid, planned.problems
+    if not monitors and not any(not p.warning for p in problems):
+        problems.append(manifests.ManifestError(
             " ".join(args.paths), "", "", "nothing to monitor: no RouteMonitor and no annotated object found"))
     at = time.time() if now is None else now
-    for spec in loaded.monitors:
+    for spec in monitors:
         t = spec.target
         target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
         path = f", path {spec.path}" if spec.path else ""
         out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
-    report(loaded.problems, err)
-    errors = sum(not p.warning for p in loaded.problems)
-    warnings = len(loaded.problems) - errors
-    print(f"{len(loaded.monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)
-    return 1 if errors or not loaded.monitors else 0
+    report(problems, err)
+    errors = sum(not p.warning for p in problems)
+    warnings = len(problems) - errors
+    print(f"{len(monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)
+    return 1 if errors or not monitors else 0

@@ -23,6 +23,7 @@ from alert_rules.model import RuleDefaults
 from route_monitor import resolve, sources
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
+from route_monitor.sources_fields import InvalidSource
 from route_monitor.spec import MonitorSpec, UrlTarget
 
 ANNOTATION_MESSAGE_MAX = 1000
@@ -122,7 +123,10 @@ def plan_generated(world: World, key: Key) -> Generated:
                                 f"RouteMonitor {key[0]}/{key[1]} was not generated from annotations; "
                                 "it is left as it is and the annotations are ignored"))
         return Generated("none", warnings=tuple(warnings))
-    problem = sources.host_problem(kind, source, annotations_of(source).get(names.ANN_HOST, ""))
+    try:
+        problem = sources.host_problem(kind, source, annotations_of(source).get(names.ANN_HOST, ""))
+    except InvalidSource as e:
+        problem = resolve.TargetError("InvalidSource", str(e))
     if problem is not None:
         warnings.append(WarningEvent(reference(kind, source), problem.reason, f"{problem.message}; no monitor "
                                      "change was made"))
@@ -154,6 +158,8 @@ def resolve_target(spec: MonitorSpec, world: World, *, allow_url_targets: bool,
         return sources.resolve_target(spec.target, spec.namespace, spec.path, ctx)
     except resolve.TargetError as e:
         return Unresolved(e.reason, e.message)
+    except InvalidSource as e:
+        return Unresolved("InvalidSource", f"{sources.kind_name(e.ref[0])} {e.ref[1]}/{e.ref[2]}: {e}")
 
 
 def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any], defaults: RuleDefaults | None = None
