@@ -1,21 +1,27 @@
 """Start-up requests wait for the API server (route_monitor.operator.patience): API failures are
-tried again with growing delays and logged once per try with the reason; our own bugs are not."""
+tried again with growing delays and logged once per try with the reason; our own bugs and a bad
+kubeconfig are not. The errors are the ones lightkube raises (its vendored httpx, ``httpx2``);
+``tests/test_chaos_apiserver.py`` starts the operator against an API that answers 500 and one
+that nothing listens for."""
 
 from __future__ import annotations
 
 import logging
+import ssl
 
-import httpx
+import httpx2
 import pytest
 from lightkube import ApiError
+from lightkube.core.exceptions import ConfigError
 
 from route_monitor.operator.patience import from_the_api, until_answered
+from route_monitor.operator.supervisor import error_reason
 
 
 def api_error(code: int) -> ApiError:
-    request = httpx.Request("GET", "https://api.example:6443/apis/route.openshift.io/v1/routes")
+    request = httpx2.Request("GET", "https://api.example:6443/apis/route.openshift.io/v1/routes")
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "nope", "code": code}
-    return ApiError(request=request, response=httpx.Response(code, json=body, request=request))
+    return ApiError(request=request, response=httpx2.Response(code, json=body, request=request))
 
 
 class Flaky:
@@ -35,15 +41,15 @@ async def test_api_failures_are_tried_again_with_growing_delays(caplog: pytest.L
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    call = Flaky([ConnectionRefusedError(111, "Connection refused"), api_error(500), api_error(403),
-                  httpx.ReadTimeout("timed out"), api_error(429), api_error(503)])
+    call = Flaky([httpx2.ConnectError("All connection attempts failed"), api_error(500), api_error(403),
+                  httpx2.ReadTimeout("timed out"), api_error(429), api_error(503)])
     with caplog.at_level(logging.WARNING, logger="route_monitor.operator"):
         assert await until_answered("listing Route", call, sleep=sleep) == "answer"
     assert call.calls == 7
     assert slept == [1.0, 2.0, 5.0, 10.0, 10.0, 10.0]
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 6 and all(line.startswith("listing Route failed (") for line in lines)
-    assert "ConnectionRefusedError" in lines[0] and "HTTP 500" in lines[1]
+    assert "ConnectError: All connection attempts failed" in lines[0] and "HTTP 500" in lines[1]
     assert "HTTP 403" in lines[2] and "ClusterRole" in lines[2]
     assert "trying again in 10 s (try 6)" in lines[5]
 
@@ -57,8 +63,31 @@ async def test_a_bug_of_ours_is_not_retried() -> None:
 
 
 @pytest.mark.parametrize(("error", "expected"), [
-    (api_error(404), True), (httpx.ConnectError("refused"), True), (TimeoutError(), True),
-    (ConnectionResetError(), True), (ValueError("bad"), False), (TypeError("bad"), False),
+    pytest.param(api_error(404), True, id="an-answer-404"),
+    pytest.param(api_error(500), True, id="an-answer-500"),
+    pytest.param(httpx2.ConnectError("All connection attempts failed"), True, id="refused"),
+    pytest.param(httpx2.ConnectTimeout("timed out"), True, id="connect-timeout"),
+    pytest.param(httpx2.ReadTimeout("timed out"), True, id="read-timeout"),
+    pytest.param(httpx2.RemoteProtocolError("Server disconnected"), True, id="disconnected"),
+    pytest.param(httpx2.ReadError("Connection reset by peer"), True, id="reset"),
+    pytest.param(ConnectionResetError(104, "Connection reset by peer"), True, id="socket-reset"),
+    pytest.param(TimeoutError(), True, id="socket-timeout"),
+    pytest.param(ssl.SSLError(1, "handshake failure"), True, id="tls-failed"),
+    pytest.param(ConfigError("Configuration file /nope not found"), False, id="bad-kubeconfig"),
+    pytest.param(FileNotFoundError(2, "No such file or directory"), False, id="missing-certificate-file"),
+    pytest.param(PermissionError(13, "Permission denied"), False, id="unreadable-token-file"),
+    pytest.param(ValueError("bad"), False, id="bug-value"),
+    pytest.param(TypeError("bad"), False, id="bug-type"),
 ])
 def test_what_counts_as_the_api_failing(error: BaseException, expected: bool) -> None:
     assert from_the_api(error) is expected
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    pytest.param(httpx2.ConnectError("All connection attempts failed"), "api_unavailable", id="refused"),
+    pytest.param(httpx2.ReadTimeout("timed out"), "api_unavailable", id="read-timeout"),
+    pytest.param(api_error(503), "api_unavailable", id="an-answer-503"),
+    pytest.param(FileNotFoundError(2, "No such file or directory"), "other", id="missing-file"),
+])
+def test_reconcile_errors_are_labelled_by_the_same_classifier(error: BaseException, reason: str) -> None:
+    assert error_reason(error) == reason

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+import aiohttp
+import httpx2
 from lightkube import ALL_NS, AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
@@ -68,6 +71,19 @@ def status_code(error: BaseException) -> int | None:
         return int(error.status.code or 0) or None
     code = getattr(getattr(error, "response", None), "status_code", None)
     return code if isinstance(code, int) else None
+
+
+UNREACHABLE = (httpx2.TransportError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError,
+               TimeoutError, ssl.SSLError, socket.gaierror)
+"""Errors of a request that got no answer: lightkube's client (``httpx2``, the errors of its own
+transport and of :mod:`transport`), aiohttp (kopf's client), and the socket errors beneath them."""
+
+
+def unreachable(error: BaseException) -> bool:
+    """The API server could not be reached or did not answer (refused, reset, timed out, TLS
+    failed, name not resolved): worth trying again. Not a bad kubeconfig (lightkube's
+    ``ConfigError``, a missing certificate file), not an answer (:func:`status_code`)."""
+    return isinstance(error, UNREACHABLE)
 
 
 _REQUESTS: ContextVar[int] = ContextVar("route_monitor_kube_requests", default=0)

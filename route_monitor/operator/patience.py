@@ -6,7 +6,8 @@ or not reachable yet, or RBAC applied a moment after the Deployment, is normal d
 cluster upgrades: such a request is tried again with a growing delay (1, 2, 5, then every 10 s),
 one warning line per failed try naming what was asked and why, until it answers. The operator is
 not ready meanwhile (``/readyz`` answers 503), so a rollout waits for it, and probes nothing
-yet. Errors that are not the API's (a bug of ours) are not retried.
+yet. Errors that are not the API's (a bug of ours, a kubeconfig naming a missing file) are not
+retried.
 """
 
 from __future__ import annotations
@@ -16,21 +17,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from route_monitor.operator.kube import status_code
+from route_monitor.operator.kube import status_code, unreachable
 
 log = logging.getLogger("route_monitor.operator")
 T = TypeVar("T")
 DELAYS = (1.0, 2.0, 5.0, 10.0)
 """Seconds before each next try; the last repeats."""
-_API_ERRORS = ("lightkube", "httpx", "httpcore", "aiohttp")
-"""Modules whose errors mean the API did not answer as asked (the transports the operator uses)."""
 
 
 def from_the_api(error: BaseException) -> bool:
-    """A failed request (an HTTP status, a refused/reset/timed-out connection, a TLS failure)."""
-    if status_code(error) is not None or isinstance(error, (OSError, asyncio.TimeoutError)):
-        return True
-    return type(error).__module__.split(".")[0] in _API_ERRORS
+    """A failed request: an HTTP status, or no answer (:func:`kube.unreachable`: refused, reset,
+    timed out, TLS failed). A bad kubeconfig or a bug of ours is not tried again."""
+    return status_code(error) is not None or unreachable(error)
 
 
 def _why(error: BaseException) -> str:

@@ -10,7 +10,8 @@ Each watch keeps the object's keys and decoded values in memory only (never logg
 stored anywhere) and its state: ``found``, ``missing`` (404), ``forbidden`` (403). A change of
 any of them calls ``on_change`` with the monitors that reference the object, so a rotation is
 picked up without a restart. A broken watch (API server restart, expired resource version,
-RBAC granted later) reads the object again after ``retry`` seconds.
+RBAC granted later) reads the object again after ``retry`` seconds; so does a read that got no
+answer (:func:`kube.unreachable`), keeping what was known.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
+from route_monitor.operator.kube import unreachable
 from route_monitor.requestspec import RefKind
 
 log = logging.getLogger(__name__)
@@ -144,8 +146,13 @@ class ReferenceWatches:
                 if code == 403:
                     await asyncio.sleep(self._retry)  # RBAC may be granted later
                     continue
-            except (OSError, TimeoutError) as e:
-                log.warning("%s %s/%s: cannot read it (%s), retrying in %.0fs", *obj, type(e).__name__, self._retry)
+            except Exception as e:
+                if unreachable(e):  # the last values stay in use meanwhile
+                    log.warning("%s %s/%s: cannot read it (%s), retrying in %.0fs", *obj, type(e).__name__,
+                                self._retry)
+                else:  # not the API's: a bug of ours, logged with its traceback; the watch goes on
+                    log.error("%s %s/%s: cannot read it, retrying in %.0fs", *obj, self._retry, exc_info=True)
+                    self._set(obj, Seen("error", detail=f"cannot read it: {type(e).__name__}"))
                 await asyncio.sleep(self._retry)
                 continue
             try:

@@ -24,7 +24,7 @@ from typing import Any
 from route_monitor import sources
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
-from route_monitor.operator.kube import KubeWriter, requests_made, status_code
+from route_monitor.operator.kube import KubeWriter, requests_made, status_code, unreachable
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.patience import until_answered
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
@@ -52,7 +52,7 @@ def error_reason(error: BaseException) -> str:
     if code is not None:
         return {403: "forbidden", 404: "not_found", 409: "conflict", 422: "invalid",
                 429: "throttled"}.get(code, "api_error" if code < 500 else "api_unavailable")
-    if isinstance(error, (OSError, TimeoutError)) or type(error).__module__.startswith(("httpx", "httpcore")):
+    if unreachable(error):
         return "api_unavailable"
     return "other"
 
