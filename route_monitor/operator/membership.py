@@ -71,28 +71,21 @@ class Membership:
                 "renewTime": micro_time(self._wall())}
 
     async def join(self) -> None:
-        """Hold this replica's Lease and learn the others before anything is owned."""
+        """Hold this replica's Lease and learn the others before anything is owned. Any failure
+        propagates: the operator's start tries it again (:mod:`patience`), so does the renewal."""
         s = self.settings
         spec = {**self._spec(), "acquireTime": micro_time(self._wall())}
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)},
                  "spec": spec}
-        created = None
-        for _ in range(5):  # create, or renew ours from a previous run; it may vanish in between
-            try:
-                created = await self._kube.create_lease(lease)
-                break
-            except Exception as e:
-                if status_code(e) != 409:
-                    raise
-            try:  # 409: a Lease of this name exists (this member's previous run): take it
-                created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
-                break
-            except Exception as e:
-                if status_code(e) != 404:  # 404: deleted meanwhile (as abandoned): create again
-                    raise
-        if created is None:
-            raise RuntimeError(f"lease {s.namespace}/{s.lease_name} kept appearing and vanishing")
+        try:
+            created = await self._kube.create_lease(lease)
+        except Exception as e:
+            if status_code(e) != 409:
+                raise
+            # a Lease of this name exists (this member's previous run): take it. Deleted meanwhile
+            # (as abandoned, by another replica): 404, and the caller tries the whole join again
+            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
         self._uid = str(created["metadata"].get("uid") or "")
         items, _ = await self._kube.list_leases(s.namespace, SELECTOR)
         self._table.replace_all(items)
