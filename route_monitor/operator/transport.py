@@ -1,10 +1,20 @@
 """The operator's connection to the API server for its own requests: lightkube on aiohttp.
 
 lightkube builds each request (URL, auth header, JSON body) and reads each response; this
-transport only moves the bytes, through one aiohttp keep-alive connection pool (aiohttp is
-already loaded for kopf's watches). Profiled on a burst of 1,000 new monitors, httpx's own
-transport (httpcore, anyio streams, h11; headers and body written as two TLS records) was most of
-the operator's CPU per write; aiohttp's C parser and one write per request cost a fraction.
+transport only moves the bytes, over aiohttp keep-alive connections (aiohttp is already loaded
+for kopf's watches). Profiled on a burst of 1,000 new monitors, httpx's own transport (httpcore,
+anyio streams, h11; headers and body written as two TLS records) was most of the operator's CPU
+per write; aiohttp's C parser and one write per request cost a fraction.
+
+Two pools, so that watches never starve short requests. A watch (``?watch=true``: the Lease watch
+of the replicas, one per Secret or ConfigMap that monitors reference) holds its connection for
+minutes, and there is one per referenced object, so watches get a pool of their own without a
+limit: each needs its own connection anyway (HTTP/1.1), and their number is that of the objects
+referenced. Everything else (status patches, rule writes, Lease renewals, gets and lists) shares
+a pool of :data:`SHORT_REQUESTS` connections. With watches in that pool too, the Lease watch and
+15 referenced Secrets held all 16: status patches, rule writes and Lease renewals waited for a
+connection and timed out (with 24 Secrets, a Lease not renewed for 69 s and monitors moving
+between replicas; ``tests/test_operator_connections.py``).
 
 TLS: the same context lightkube would use (the kubeconfig's or the service account's CA and
 client certificate), so trust is unchanged. Timeouts come from the request, as httpx sets them.
@@ -22,44 +32,51 @@ import httpx2
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import verify_cluster
 
-_TIMEOUT_KEYS = ("connect", "read", "write", "pool")
+SHORT_REQUESTS = 16
+"""Connections at once for requests that are not watches (the operator's writes come from a
+handful of workers; more would only queue at the API server)."""
 
 
 class AiohttpTransport(httpx2.AsyncBaseTransport):
-    """An httpx (``httpx2``, lightkube's) transport sending through one ``aiohttp.ClientSession``."""
+    """An httpx (``httpx2``, lightkube's) transport sending through aiohttp: watches on one
+    session without a connection limit, every other request on one with ``limit`` connections."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | bool, *, limit: int = 16) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | bool, *, limit: int = SHORT_REQUESTS) -> None:
         self._ssl = ssl_context
-        self._limit = limit
-        self._session: aiohttp.ClientSession | None = None
+        self._limits = {False: limit, True: 0}  # is a watch -> connections at once (0: no limit)
+        self._sessions: dict[bool, aiohttp.ClientSession] = {}
 
     def session(self) -> aiohttp.ClientSession:
-        """The pool (opened on the running loop at first use), shared with :mod:`~route_monitor.operator.rest`."""
-        return self._open()
+        """The pool of requests that are not watches, shared with :mod:`~route_monitor.operator.rest`."""
+        return self._pool(watch=False)
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:  # created on the running loop, at first use
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._limit, ssl=self._ssl, enable_cleanup_closed=True),
+    def _pool(self, watch: bool) -> aiohttp.ClientSession:
+        session = self._sessions.get(watch)
+        if session is None or session.closed:  # created on the running loop, at first use
+            session = self._sessions[watch] = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limits[watch], ssl=self._ssl, enable_cleanup_closed=True),
                 auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=("User-Agent",))
-        return self._session
+        return session
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
-        read = timeouts.get("read")
-        timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.get("connect"), sock_read=read)
+        connect, pool = timeouts.get("connect"), timeouts.get("pool")
+        # aiohttp's ``connect`` covers waiting for a free pooled connection and opening one
+        ready = None if connect is None or pool is None else connect + pool
+        timeout = aiohttp.ClientTimeout(total=None, connect=ready, sock_connect=connect, sock_read=timeouts.get("read"))
         body = await request.aread()
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
                    if k.lower() not in (b"host", b"content-length", b"transfer-encoding")]
+        session = self._pool(watch=request.url.params.get("watch") == "true")
         with _mapped(request):
-            response = await self._open().request(request.method, str(request.url), headers=headers,
-                                                  data=body or None, timeout=timeout, allow_redirects=False)
+            response = await session.request(request.method, str(request.url), headers=headers,
+                                             data=body or None, timeout=timeout, allow_redirects=False)
         return httpx2.Response(response.status, headers=list(response.raw_headers), stream=_Body(response, request),
                                extensions={"http_version": b"HTTP/1.1"}, request=request)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in self._sessions.values():
+            await session.close()
 
 
 class _Body(httpx2.AsyncByteStream):
@@ -77,22 +94,32 @@ class _Body(httpx2.AsyncByteStream):
         self._response.release()
 
 
+_ERRORS: tuple[tuple[type[BaseException], type[httpx2.TransportError]], ...] = (
+    (aiohttp.ConnectionTimeoutError, httpx2.ConnectTimeout),  # also a wait for a pooled connection
+    (TimeoutError, httpx2.ReadTimeout),  # aiohttp.SocketTimeoutError: no byte for ``read`` seconds
+    (aiohttp.ClientConnectorError, httpx2.ConnectError),  # refused, DNS, TLS handshake or certificate
+    (aiohttp.ServerDisconnectedError, httpx2.RemoteProtocolError),  # closed before or during an answer
+    (aiohttp.ClientPayloadError, httpx2.RemoteProtocolError),  # body cut short or malformed
+    (aiohttp.ClientConnectionError, httpx2.ReadError),  # reset or lost once connected
+    (aiohttp.ClientError, httpx2.TransportError),
+)
+"""aiohttp's errors (most specific first) and the httpx errors they become, as httpx's own
+transport reports the same failures."""
+
+
 def _mapped(request: httpx2.Request) -> contextlib.AbstractContextManager[None]:
     return mapped_errors(request.method, str(request.url), request)
 
 
 @contextlib.contextmanager
 def mapped_errors(method: str, url: str, request: httpx2.Request | None = None) -> Iterator[None]:
-    """aiohttp's errors as the httpx errors lightkube and the supervisor know (the request they
-    carry is built only when one is raised)."""
+    """aiohttp's errors as the httpx errors lightkube and :func:`kube.unreachable` know (the
+    request they carry is built only when one is raised)."""
     try:
         yield
-    except TimeoutError as e:
-        raise httpx2.ReadTimeout(str(e) or "timed out", request=request or httpx2.Request(method, url)) from e
-    except aiohttp.ClientConnectionError as e:
-        raise httpx2.ConnectError(str(e) or type(e).__name__, request=request or httpx2.Request(method, url)) from e
-    except aiohttp.ClientError as e:
-        raise httpx2.TransportError(str(e) or type(e).__name__) from e
+    except (TimeoutError, aiohttp.ClientError) as e:
+        as_httpx = next(httpx_error for error, httpx_error in _ERRORS if isinstance(e, error))
+        raise as_httpx(str(e) or type(e).__name__, request=request or httpx2.Request(method, url)) from e
 
 
 def for_config(config: KubeConfig) -> AiohttpTransport | None:
@@ -105,3 +132,4 @@ def for_config(config: KubeConfig) -> AiohttpTransport | None:
     if single.cluster.server.startswith("https"):
         context = verify_cluster(single.cluster, single.user, single.abs_file)
     return AiohttpTransport(context)
+

@@ -14,7 +14,9 @@ responses, watch streams included, are relayed byte for byte. Faults, switched w
   ``Status`` body, ``Retry-After`` when given, ``Connection: close``), as an overloaded or
   failing apiserver would; watches already streaming go on, as they do on a real apiserver;
 - ``cut()``: every open connection is reset, and new ones are reset once their TLS handshake is
-  done, until ``heal()``.
+  done, until ``heal()``;
+- ``unplug()``: nothing listens on the proxy's port (connections are refused, open ones reset),
+  until ``plug()`` listens on it again: an apiserver not started yet, or not reachable.
 
 Runs its own event loop in a thread; the test drives it from synchronous code.
 """
@@ -80,6 +82,18 @@ class FaultProxy:
 
     def heal(self) -> None:
         self.latency, self.answer, self.down = 0.0, None, False
+
+    def unplug(self) -> None:
+        async def stop_listening() -> None:
+            self._server.close()
+            self._reset_all()
+            await self._server.wait_closed()
+
+        self._call(stop_listening())
+
+    def plug(self) -> None:
+        if not self._server.is_serving():
+            self._server = self._call(self._start())
 
     def _reset_all(self) -> None:
         for transport in list(self._transports):
