@@ -6,8 +6,12 @@ the real control plane:
   Lease is still renewed every 5 s (never older than 10 s, no failed renewal counted) and a
   monitor created once the watches are open gets its Ready status. (With watches in that pool,
   they held every connection: renewals and status patches waited for one and timed out.)
+- ``HTTPS_PROXY`` naming a port where nothing listens, no ``NO_PROXY``: the operator reaches the
+  API server directly anyway, and says so in its log (proxy variables are not used for the API
+  server, as kopf does not use them for its watches);
 - a reference watch whose API server cannot be reached keeps trying, one warning per try, and
-  reads the Secret once the API answers (an ``httpx2.ConnectError`` ended its task before).
+  reads the Secret once the API answers (an ``httpx2.ConnectError`` ended its task before);
+- a kubeconfig that cannot be loaded ends the operator at once with one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,8 +40,8 @@ from route_monitor.operator.kube import RouteMonitor
 from route_monitor.operator.refwatch import ReferenceWatches
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster
 from tests.support.faultproxy import FaultProxy
-from tests.support.net import wait_for
-from tests.support.operator import Operator, Target, condition, wait_monitor
+from tests.support.net import free_port, wait_for
+from tests.support.operator import VENV_BIN, Operator, Target, condition, wait_monitor
 
 NS = "connections"
 LEASE_NS = "route-monitor"
@@ -88,7 +93,8 @@ def operator(cluster: Cluster, ns: str, kube: Client, target: Target,
     for i in range(REFERENCED):
         with_secret(kube, f"m{i}", f"http://{target.host}/m{i}")
     op = Operator(cluster, tmp_path_factory.mktemp("connections") / "op.log",
-                  ("--namespace", NS, "--allow-url-targets", "--member-name", MEMBER, "--lease-namespace", LEASE_NS))
+                  ("--namespace", NS, "--allow-url-targets", "--member-name", MEMBER, "--lease-namespace", LEASE_NS),
+                  env={"HTTPS_PROXY": f"http://127.0.0.1:{free_port()}", "NO_PROXY": ""})
     op.start()
     try:
         yield op
@@ -123,6 +129,13 @@ def test_watches_of_referenced_secrets_leave_room_for_lease_renewals_and_status(
 
 
 @pytest.mark.cluster
+def test_proxy_variables_are_not_used_for_the_api_server(operator: Operator) -> None:
+    # the fixture's HTTPS_PROXY names a port where nothing listens: the operator got ready anyway
+    assert operator.ready()
+    assert "HTTPS_PROXY set: the API server is reached directly" in operator.log(100_000)
+
+
+@pytest.mark.cluster
 async def test_a_reference_watch_keeps_trying_while_the_api_cannot_be_reached(
         cluster: Cluster, ns: str, kube: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     kube.create(Secret(metadata=ObjectMeta(name="later", namespace=NS), stringData={"password": "pw-later"}))
@@ -151,3 +164,13 @@ async def test_a_reference_watch_keeps_trying_while_the_api_cannot_be_reached(
         await client.close()
         proxy.close()
 
+
+def test_a_kubeconfig_that_cannot_be_loaded_ends_the_operator_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-kubeconfig"
+    proc = subprocess.run([str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(free_port()),
+                           "--health-port", str(free_port())], env={"KUBECONFIG": str(missing), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert f"the Kubernetes configuration cannot be used: Configuration file {missing} not found" in out
+    assert "Traceback" not in out

@@ -68,11 +68,10 @@ def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, 
                                   ca_file=args.prometheus_ca_file, timeout=args.prometheus_timeout), interval
 
 
-async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None) -> int:
+async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, config: KubeConfig | None = None) -> int:
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
-    config = KubeConfig.from_env()
-    pool = transport.for_config(config)
+    config, pool = transport.load() if config is None else (config, transport.for_config(config))
     client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
     supervisor: Supervisor | None = None
 
@@ -170,9 +169,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning, line in extra_trust.notes():
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
+    if (note := transport.proxy_note(os.environ)) is not None:
+        log.info("%s", note)
+    try:
+        config, _ = transport.load()
+    except transport.UnusableConfig as e:
+        log.error("the Kubernetes configuration cannot be used: %s", e)
+        return 2
     while True:
         try:
-            return asyncio.run(serve(settings, tls=tls))
+            return asyncio.run(serve(settings, tls=tls, config=config))
         except Exception as e:
             if not watch_failure(e):
                 raise

@@ -17,20 +17,23 @@ connection and timed out (with 24 Secrets, a Lease not renewed for 69 s and moni
 between replicas; ``tests/test_operator_connections.py``).
 
 TLS: the same context lightkube would use (the kubeconfig's or the service account's CA and
-client certificate), so trust is unchanged. Timeouts come from the request, as httpx sets them.
+client certificate), so trust is unchanged. Proxy variables (``HTTPS_PROXY``, ``NO_PROXY``) are
+not used for the API server, as kopf does not use them for its watches (see docs/reference.md).
+Timeouts come from the request, as httpx sets them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import aiohttp
 import httpx2
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import verify_cluster
+from lightkube.core.exceptions import ConfigError
 
 SHORT_REQUESTS = 16
 """Connections at once for requests that are not watches (the operator's writes come from a
@@ -122,6 +125,18 @@ def mapped_errors(method: str, url: str, request: httpx2.Request | None = None) 
         raise as_httpx(str(e) or type(e).__name__, request=request or httpx2.Request(method, url)) from e
 
 
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def proxy_note(env: Mapping[str, str]) -> str | None:
+    """A line for the start-up log when proxy variables are set, which the API connections ignore."""
+    named = sorted({name.upper() for name in PROXY_VARIABLES if env.get(name)})
+    if not named:
+        return None
+    return (f"{', '.join(named)} set: the API server is reached directly, not through a proxy (as kopf's "
+            "watches; see docs/reference.md)")
+
+
 def for_config(config: KubeConfig) -> AiohttpTransport | None:
     """The transport for ``config``'s current context, with the TLS lightkube would set up; None
     (httpx's own) when the context is incomplete, so lightkube reports what is missing."""
@@ -133,3 +148,21 @@ def for_config(config: KubeConfig) -> AiohttpTransport | None:
         context = verify_cluster(single.cluster, single.user, single.abs_file)
     return AiohttpTransport(context)
 
+
+class UnusableConfig(Exception):
+    """The Kubernetes configuration cannot be used as found (one line, no secret value)."""
+
+
+def load() -> tuple[KubeConfig, AiohttpTransport | None]:
+    """lightkube's configuration (the service account in a pod, else ``$KUBECONFIG`` or
+    ``~/.kube/config``) and its transport; :class:`UnusableConfig` when a file it names cannot be
+    read, which no retry would mend."""
+    try:
+        config = KubeConfig.from_env()
+    except ConfigError as e:
+        raise UnusableConfig(str(e)) from e
+    try:
+        return config, for_config(config)
+    except (ConfigError, OSError, ValueError) as e:  # ssl.SSLError is an OSError
+        where = f" (kubeconfig {config.fname})" if config.fname else ""
+        raise UnusableConfig(f"cannot load the API server's CA or the client certificate{where}: {e}") from e

@@ -48,6 +48,8 @@ class Operator:
     proc: subprocess.Popen[bytes] | None = None
     kubeconfig: Path | None = None
     """Instead of the cluster's operator kubeconfig (e.g. one through a fault proxy)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Set in the process's environment, beside the test's own."""
 
     def start(self, timeout: float = 30) -> None:
         self.spawn()
@@ -55,7 +57,7 @@ class Operator:
 
     def spawn(self) -> None:
         """Start the process without waiting for it to be ready."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig or self.cluster.operator_kubeconfig)}
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig or self.cluster.operator_kubeconfig), **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
             [str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(self.metrics_port),
