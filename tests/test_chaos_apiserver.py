@@ -15,6 +15,8 @@ counted probes all along), never exited, and converged once the fault ended: eve
 Route with exactly one RouteMonitor (current, Ready status) and one PrometheusRule, nothing left
 of deleted ones; and that its asyncio tasks (beyond one per monitor) and RSS came back near the
 baseline taken before any fault. One operator and one proxy for the module, faults in turn.
+Last, operators started while the API answers 500, and while nothing listens on its port: they
+wait, one warning line per try, and run once it answers.
 """
 
 from __future__ import annotations
@@ -193,5 +195,39 @@ def test_started_while_the_api_fails_waits_and_then_runs(rig: Rig, cluster: Clus
         assert "Traceback" not in op.log(100_000), op.log()
     finally:
         proxy.heal()
+        assert op.stop() == 0, op.log()
+        proxy.close()
+
+
+def test_started_while_nothing_listens_for_the_api_waits_and_then_runs(rig: Rig, cluster: Cluster,
+                                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An apiserver not started yet or not reachable (connection refused) at the operator's start:
+    the same patience as for error answers, one warning line per try, then a normal start."""
+    ns = "chaos-api-unreachable"
+    workdir = tmp_path_factory.mktemp("chaos-api-unreachable")
+    rig.kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+    rig.kube.create(route(ns, "early", rig.target.host, annotations()))
+    api = urlsplit(cluster.server)
+    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
+    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
+    op = Operator(cluster, workdir / "op.log", ("--namespace", ns), kubeconfig=kubeconfig)
+    proxy.unplug()
+    op.spawn()
+    try:
+        def tries() -> list[str]:
+            return [line for line in op.log(100_000).splitlines() if "failed (ConnectError: " in line]
+
+        wait_for(lambda: len(tries()) >= 3, timeout=30, what="three tries logged")  # after 0, 1 and 3 s
+        assert op.proc is not None and op.proc.poll() is None, op.log()
+        assert not op.ready(), "ready before the world could be loaded"
+        logged = tries()
+        assert all("trying again in" in line for line in logged), logged
+        assert [line.rsplit("(try ", 1)[1] for line in logged] == [f"{n})" for n in range(1, len(logged) + 1)], logged
+        proxy.plug()
+        wait_for(op.ready, timeout=30, what="ready once the API can be reached")
+        wait_for(lambda: not divergence(rig.kube, ns), timeout=40, what="the monitor converged")
+        assert "Traceback" not in op.log(100_000), op.log()
+    finally:
+        proxy.plug()
         assert op.stop() == 0, op.log()
         proxy.close()
