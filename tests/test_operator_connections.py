@@ -27,18 +27,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
-from lightkube import ApiError, AsyncClient, Client, KubeConfig
+from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Secret
-from lightkube.resources.rbac_authorization_v1 import ClusterRole, RoleBinding
+from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 
 from alert_rules import names
 from route_monitor.operator import transport
 from route_monitor.operator.kube import RouteMonitor
 from route_monitor.operator.refwatch import ReferenceWatches
-from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster
+from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, Cluster
 from tests.support.faultproxy import FaultProxy
 from tests.support.net import free_port, wait_for
 from tests.support.operator import VENV_BIN, Operator, Target, condition, wait_monitor
@@ -52,18 +51,13 @@ REFERENCED = 24
 
 @pytest.fixture(scope="module")
 def ns(kube: Client) -> str:
-    """A namespace where the operator may read Secrets (the opt-in ClusterRole, bound there)."""
+    """A namespace where the operator may read (get, watch) Secrets, by a Role there."""
     kube.create(Namespace(metadata=ObjectMeta(name=NS)))
-    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "optional" / "secrets-reader.yaml").read_text())
-                if d["kind"] == "ClusterRole")
-    try:
-        kube.create(ClusterRole.from_dict(role))
-    except ApiError as e:
-        if e.status.code != 409:  # created by another module of this session
-            raise
+    kube.create(Role.from_dict({"metadata": {"name": "route-monitor-reads-secrets", "namespace": NS},
+                                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "watch"]}]}))
     kube.create(RoleBinding.from_dict({
-        "metadata": {"name": "route-monitor-secrets-reader", "namespace": NS},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+        "metadata": {"name": "route-monitor-reads-secrets", "namespace": NS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "route-monitor-reads-secrets"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER}]}))
     return NS
 
