@@ -1,7 +1,7 @@
 """How the operator's API transport (``route_monitor.operator.transport``, lightkube's httpx on
 aiohttp) reports a server that does not answer, over real loopback sockets: as the httpx errors
 httpx's own transport raises for the same failure, so that lightkube, the start-up patience and
-the reconcile error labels (``kube.unreachable``) read them alike:
+the reconcile error labels (``apierrors.unreachable``) read them alike:
 
 - nothing listening: ``ConnectError``;
 - no free connection within the pool timeout (all held by responses still streaming):
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx2
 import pytest
 
-from route_monitor.operator.kube import unreachable
+from route_monitor.operator.apierrors import unreachable
 from route_monitor.operator.transport import AiohttpTransport
 from tests.support.net import free_port
 

@@ -25,7 +25,8 @@ from prometheus_client import CollectorRegistry
 from alert_rules import names
 from route_monitor.annotations import monitor_manifest
 from route_monitor.operator import plan, rest, transport
-from route_monitor.operator.kube import KubeWriter, RouteMonitor, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import KubeWriter, RouteMonitor
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.spec import parse_routemonitor
 from tests.support.cluster import ADMIN_TOKEN, Cluster, kubeconfig

@@ -24,7 +24,8 @@ from lightkube.resources.core_v1 import Namespace
 from alert_rules import names
 from route_monitor import sources
 from route_monitor.doctor import Finding, Generated, check_all
-from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
 
 Prometheus = create_namespaced_resource("monitoring.coreos.com", "v1", "Prometheus", "prometheuses")
 ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-import aiohttp
-import httpx2
 from lightkube import ALL_NS, AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
@@ -31,6 +28,7 @@ from lightkube.types import CascadeType, PatchType
 
 from alert_rules import names
 from route_monitor import sources
+from route_monitor.operator.apierrors import status_code
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rest import Rest, path
 
@@ -61,29 +59,6 @@ WATCHED: dict[str, Any] = {
     **{kind: _resource(kind, *row) for kind, row in sources.DEPENDENCIES.items()},
     "routemonitor": RouteMonitor,
 }
-
-
-def status_code(error: BaseException) -> int | None:
-    """The HTTP status of a failed API request. lightkube raises ApiError when the body is a
-    Kubernetes Status, and the HTTP client's own error when it is not (the apiserver's plain
-    "404 page not found" for an API group it does not serve)."""
-    if isinstance(error, ApiError) and error.status is not None:
-        return int(error.status.code or 0) or None
-    code = getattr(getattr(error, "response", None), "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-UNREACHABLE = (httpx2.TransportError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError,
-               TimeoutError, ssl.SSLError, socket.gaierror)
-"""Errors of a request that got no answer: lightkube's client (``httpx2``, the errors of its own
-transport and of :mod:`transport`), aiohttp (kopf's client), and the socket errors beneath them."""
-
-
-def unreachable(error: BaseException) -> bool:
-    """The API server could not be reached or did not answer (refused, reset, timed out, TLS
-    failed, name not resolved): worth trying again. Not a bad kubeconfig (lightkube's
-    ``ConfigError``, a missing certificate file), not an answer (:func:`status_code`)."""
-    return isinstance(error, UNREACHABLE)
 
 
 _REQUESTS: ContextVar[int] = ContextVar("route_monitor_kube_requests", default=0)

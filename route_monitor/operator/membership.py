@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from alert_rules import names
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.leases import LeaseTable
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.sharding import Shard

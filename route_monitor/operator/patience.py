@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from route_monitor.operator.kube import status_code, unreachable
+from route_monitor.operator.apierrors import status_code, unreachable
 
 log = logging.getLogger("route_monitor.operator")
 T = TypeVar("T")
@@ -26,7 +26,7 @@ DELAYS = (1.0, 2.0, 5.0, 10.0)
 
 
 def from_the_api(error: BaseException) -> bool:
-    """A failed request: an HTTP status, or no answer (:func:`kube.unreachable`: refused, reset,
+    """A failed request: an HTTP status, or no answer (:func:`apierrors.unreachable`: refused, reset,
     timed out, TLS failed). A bad kubeconfig or a bug of ours is not tried again."""
     return status_code(error) is not None or unreachable(error)
 

@@ -21,8 +21,9 @@ from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor import maintenance
 from route_monitor.operator import ownership, plan, status
+from route_monitor.operator.apierrors import status_code
 from route_monitor.operator.credentials import OperatorCredentials
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings

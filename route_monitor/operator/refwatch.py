@@ -11,7 +11,7 @@ stored anywhere) and its state: ``found``, ``missing`` (404), ``forbidden`` (403
 any of them calls ``on_change`` with the monitors that reference the object, so a rotation is
 picked up without a restart. A broken watch (API server restart, expired resource version,
 RBAC granted later) reads the object again after ``retry`` seconds; so does a read that got no
-answer (:func:`kube.unreachable`), keeping what was known.
+answer (:func:`apierrors.unreachable`), keeping what was known.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
-from route_monitor.operator.kube import unreachable
+from route_monitor.operator.apierrors import unreachable
 from route_monitor.requestspec import RefKind
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ from typing import Any
 
 from alert_rules import names
 from route_monitor.operator import ownership
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import KubeWriter
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]

@@ -35,7 +35,8 @@ from lightkube.resources.core_v1 import Service
 
 from alert_rules import names
 from route_monitor.operator import ownership, scrapes
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 

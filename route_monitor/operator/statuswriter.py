@@ -21,7 +21,8 @@ from typing import Any
 
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import plan, status
-from route_monitor.operator.kube import KubeWriter, status_code
+from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import Key, World

@@ -24,7 +24,8 @@ from typing import Any
 from route_monitor import sources
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import status
-from route_monitor.operator.kube import KubeWriter, requests_made, status_code, unreachable
+from route_monitor.operator.apierrors import status_code, unreachable
+from route_monitor.operator.kube import KubeWriter, requests_made
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.patience import until_answered
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater

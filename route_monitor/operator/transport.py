@@ -116,7 +116,7 @@ def _mapped(request: httpx2.Request) -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def mapped_errors(method: str, url: str, request: httpx2.Request | None = None) -> Iterator[None]:
-    """aiohttp's errors as the httpx errors lightkube and :func:`kube.unreachable` know (the
+    """aiohttp's errors as the httpx errors lightkube and :func:`apierrors.unreachable` know (the
     request they carry is built only when one is raised)."""
     try:
         yield
