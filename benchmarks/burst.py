@@ -31,18 +31,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.measure import percentile
+
 HERE = Path(__file__).resolve().parent
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _summary(values: list[float]) -> dict[str, Any]:
-    return {"n": len(values), "p50_ms": _ms(_pct(values, 0.5)), "p99_ms": _ms(_pct(values, 0.99)),
+    return {"n": len(values), "p50_ms": _ms(percentile(values, 0.5)), "p99_ms": _ms(percentile(values, 0.99)),
             "max_ms": _ms(max(values) if values else None)}
 
 
@@ -128,8 +123,8 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_s_during": round(cpu, 2),
         **{f"steady_lag_{name}": _summary([lag for t, lag in lags if a <= t < b]) for name, (a, b) in phase.items()},
         **{f"loop_lag_{name}": _summary([lag for t, lag in loop_lags if a <= t < b]) for name, (a, b) in phase.items()},
-        "burst_first_probe_s": {"probed": len(firsts), "of": args.burst, "p50": _pct(firsts, 0.5),
-                                "p99": _pct(firsts, 0.99), "max": firsts[-1] if firsts else None},
+        "burst_first_probe_s": {"probed": len(firsts), "of": args.burst, "p50": percentile(firsts, 0.5),
+                                "p99": percentile(firsts, 0.99), "max": firsts[-1] if firsts else None},
     }
 
 

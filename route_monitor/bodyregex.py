@@ -22,7 +22,7 @@ timeout and can release the GIL while matching:
   5-100 ms, the same range as without the runaway ones; with ``re`` on the loop one match of
   the issue's pattern held every monitor for 3.6 s.)
 
-The parser (:mod:`route_monitor.spec`) validates with :func:`compile_pattern`, so what ``check``
+The parser (:mod:`route_monitor.probespec`) validates with :func:`compile_pattern`, so what ``check``
 accepts is exactly what the prober runs.
 """
 

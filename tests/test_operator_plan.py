@@ -182,3 +182,17 @@ def test_only_a_new_outcome_is_a_significant_probe_change() -> None:
     assert status.significant(ok1) == status.significant(ok2)
     assert status.significant(ok2) != status.significant(bad) != status.significant(timeout)
     assert bad["lastProbe"] == {"time": status.timestamp(300), "result": "failure", "reason": "http_status"}
+
+
+@pytest.mark.parametrize("reason_chars", [10, 30, 60, 61, 62, 63, 64, 65, 70, 75, 80, 90])
+def test_the_invalid_spec_condition_stays_within_900_characters_with_the_kept_note(reason_chars: int) -> None:
+    """Errors whose summary alone comes close to the limit: the note that probing goes on is kept
+    whole and the message still fits (it was appended after bounding: up to 942 characters)."""
+    from alert_rules.fielderrors import MAX_MESSAGE, FieldError, InvalidSpec
+    from route_monitor.operator.plan import KEPT_NOTE, invalid_message
+    for count in range(1, 25):
+        error = InvalidSpec.of(FieldError.of(f"spec.maintenance[{i}].schedule", "x" * 20, "r" * reason_chars)
+                               for i in range(count))
+        kept, dropped = invalid_message(error, kept=True), invalid_message(error, kept=False)
+        assert len(kept) <= MAX_MESSAGE and kept.endswith(KEPT_NOTE), (count, len(kept))
+        assert len(dropped) <= MAX_MESSAGE and dropped == str(error) and "spec.maintenance[0]" in kept

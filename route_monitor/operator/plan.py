@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import alert_rules
-from alert_rules import names
+from alert_rules import fielderrors, names
 from alert_rules.fielderrors import InvalidSpec, bounded
 from alert_rules.model import RuleDefaults
 from route_monitor import resolve, sources
@@ -185,3 +185,13 @@ def findings(spec: MonitorSpec, monitor: Mapping[str, Any]) -> tuple[tuple[str, 
         text = f"{annotation or f.field}: {f.message}"
         (errors if f.severity == "error" else warnings).append(text)
     return tuple(errors), tuple(warnings)
+
+
+KEPT_NOTE = "; probing goes on with the last valid spec"
+
+
+def invalid_message(error: InvalidSpec, *, kept: bool) -> str:
+    """The ``InvalidSpec`` condition's message: every field error, and whether the monitor goes on
+    probing with its last valid spec, in at most :data:`fielderrors.MAX_MESSAGE` characters."""
+    note = KEPT_NOTE if kept else ""
+    return error.summary(fielderrors.MAX_MESSAGE - len(note)) + note

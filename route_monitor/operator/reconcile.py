@@ -181,8 +181,7 @@ class Reconciler:
                 if self.credentials is not None:
                     self.credentials.forget(key)
             self.metrics.set_state(key, "invalid")
-            obs = status.Observed(generation=generation, invalid=str(e) + (
-                "; probing goes on with the last valid spec" if kept else ""))
+            obs = status.Observed(generation=generation, invalid=plan.invalid_message(e, kept=kept))
             await self.status.write(key, body, obs)
             await self.status.warn_not_ready(key, body, obs)
             return
