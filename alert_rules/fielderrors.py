@@ -16,6 +16,7 @@ import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
@@ -24,6 +25,8 @@ MAX_ERRORS = 20
 """At most this many field errors per object; the rest are counted (:attr:`InvalidSpec.omitted`)."""
 MAX_MESSAGE = 900
 """``str(InvalidSpec)`` fits in this (a condition message, an Event's 1,024 characters with room to spare)."""
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+"""The fallback of a mapping field in error (parsers go on with it and raise before returning)."""
 
 
 class _Echo(reprlib.Repr):

@@ -9,11 +9,9 @@ are :mod:`route_monitor.requestspec`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from alert_rules.fielderrors import Collect, collecting, each, mapping
+from alert_rules.fielderrors import EMPTY, Collect, each, mapping
 from alert_rules.model import InvalidSpec, parse_duration_ms
 from route_monitor import bodyregex
 from route_monitor.requestspec import RequestOptions, parse_request
@@ -25,7 +23,6 @@ DEFAULT_MAX_REDIRECTS = 10
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 DEFAULT_WARMUP_MS = 600_000
 _STATUS = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
-_EMPTY: Mapping[str, Any] = {}
 """A fallback for a mapping in error: the parser goes on with it and raises before returning."""
 
 
@@ -114,14 +111,10 @@ def _warmup(value: object, field: str) -> int:
     return parse_duration_ms(value, field)
 
 
-def parse_probe(value: object, field: str = "spec.probe") -> ProbeSettings:
-    return collecting(lambda c: probe_settings(value, field, c))
-
-
 def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
     """``spec.probe`` with every field error kept in ``c`` (the settings returned then hold
     fallbacks, never used: ``c.done()`` raises)."""
-    p = c.get(lambda: mapping(value, field), _EMPTY)
+    p = c.get(lambda: mapping(value, field), EMPTY)
     interval = c.get(lambda: _interval(p.get("interval", "30s"), f"{field}.interval"), DEFAULT_INTERVAL_MS)
     if "timeout" in p:
         timeout = c.get(lambda: parse_duration_ms(p["timeout"], f"{field}.timeout"), DEFAULT_TIMEOUT_MS)
@@ -133,7 +126,7 @@ def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
     body_regex = c.get(lambda: _body_regex(p.get("bodyRegex"), f"{field}.bodyRegex"), None)
     if body_regex is not None and method == "HEAD":
         c.add(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
-    tls = c.get(lambda: mapping(p.get("tls"), f"{field}.tls"), _EMPTY)
+    tls = c.get(lambda: mapping(p.get("tls"), f"{field}.tls"), EMPTY)
     return ProbeSettings(
         interval_ms=interval,
         timeout_ms=timeout,

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from alert_rules.fielderrors import Collect, collecting, mapping
+from alert_rules.fielderrors import EMPTY, Collect, collecting, mapping
 from alert_rules.model import InvalidSpec
 from route_monitor import httpfields
 
@@ -86,7 +86,6 @@ class RequestOptions:
         return (*auth, *((self.ca,) if self.ca else ()), *(self.client_cert or ()))
 
 
-_EMPTY: Mapping[str, Any] = {}
 _NO_REF = ObjectRef("secret")
 """Fallbacks for fields in error: the parser goes on with them and raises before returning."""
 
@@ -183,7 +182,7 @@ def _server_name(value: object, field: str) -> str:
 
 
 def _request(probe: Mapping[str, Any], field: str, c: Collect) -> RequestOptions:
-    tls = c.get(lambda: mapping(probe.get("tls"), f"{field}.tls"), _EMPTY)
+    tls = c.get(lambda: mapping(probe.get("tls"), f"{field}.tls"), EMPTY)
     return RequestOptions(
         headers=c.get(lambda: _headers(probe.get("headers"), f"{field}.headers"), ()),
         auth=c.get(lambda: _auth(probe.get("auth"), f"{field}.auth"), None),

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from alert_rules import names
-from alert_rules.fielderrors import Collect, collecting, echo, mapping
+from alert_rules.fielderrors import EMPTY, Collect, collecting, echo, mapping
 from alert_rules.model import (
     DEFAULT_PERIOD_MS,
     Alerting,
@@ -186,14 +186,9 @@ def _target(value: object, field: str, c: Collect) -> Target:
 
 
 _FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))
-_EMPTY: Mapping[str, Any] = {}
 _NO_TARGET: Target = UrlTarget("")
 _NO_WINDOWS: tuple[Window, ...] = ()
 """Fallbacks for fields in error: a parser goes on with them and raises before returning."""
-
-
-def parse_objective(value: object, field: str = "spec.slo") -> Objective:
-    return collecting(lambda c: objective_of(value, field, c))
 
 
 def objective_of(value: object, field: str, c: Collect) -> Objective:
@@ -280,7 +275,7 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
             and not c.failed("spec.slo.latency")):
         c.add("spec.slo.latency.threshold", objective.latency.threshold_ms,
               f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
-    annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), _EMPTY)
+    annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), EMPTY)
     windows, paused = _maintenance(spec, annotations, c)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
