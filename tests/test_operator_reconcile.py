@@ -231,3 +231,26 @@ async def test_the_status_written_is_kept_once_the_watch_brings_it_back() -> Non
     clock.now = 1030.0
     await rec.reconcile(KEY)
     assert kube.names().count("status") == 1
+
+
+async def test_a_first_result_alone_is_written_with_the_held_status_without_parsing_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What only a first probe result changes (the supervisor's queue knows: no watch event, no
+    reference or membership change) is one status write, the held status plus the result: no
+    second pass over the spec, its target and its rules."""
+    import route_monitor.operator.reconcile as reconcile_module
+    rec, kube, _, clock, _ = setup()
+    await rec.reconcile(KEY)
+    assert kube.names() == ["apply_rule"] and rec.status.held(KEY) is not None
+    parses: list[object] = []
+    real = reconcile_module.parse_routemonitor
+    monkeypatch.setattr(reconcile_module, "parse_routemonitor", lambda body: parses.append(body) or real(body))
+    rec.results[KEY] = probe(False, 1000.5, FailureReason.HTTP_STATUS)
+    clock.now = 1000.5
+    await rec.reconcile(KEY, result_only=True)
+    assert parses == [] and kube.names() == ["apply_rule", "status"]
+    written = kube.calls[1][1]
+    assert (written["lastProbe"]["result"], written["lastProbe"]["reason"]) == ("failure", "http_status")
+    assert rec.status.held(KEY) is None
+    await rec.reconcile(KEY, result_only=True)  # nothing held any more: a whole reconcile
+    assert len(parses) == 1 and kube.names() == ["apply_rule", "status"]

@@ -12,6 +12,7 @@ rebuilds everything and writes nothing that is already right.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -77,14 +78,28 @@ class Reconciler:
         self.slo_of: Callable[[Key], SloStatus | None] | None = None
         """Set when SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
 
-    async def reconcile(self, key: Key) -> None:
+    async def reconcile(self, key: Key, *, result_only: bool = False) -> None:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
-        events); the others let it go. One replica owns everything."""
+        events); the others let it go. One replica owns everything.
+
+        ``result_only``: only a probe result is new since the last reconcile (no watch event,
+        reference or membership change): a first status held back for it is written with it."""
         if not self._owns(key):
             self.release(key)
             return
+        if result_only and await self._first_result(key):
+            return
         await self._generated(key)
         await self._monitor(key)
+
+    async def _first_result(self, key: Key) -> bool:
+        held, result, body = self.status.held(key), self.results.get(key), self.world.monitors.get(key)
+        if held is None or result is None or body is None:
+            return False
+        obs = dataclasses.replace(held, last_result=result)
+        await self.status.write(key, body, obs)
+        await self.status.warn_not_ready(key, body, obs)
+        return True
 
     def release(self, key: Key) -> None:
         """Stop probing ``key`` and forget the status written for it: another replica owns it now,

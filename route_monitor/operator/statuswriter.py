@@ -74,11 +74,13 @@ class StatusWriter:
         self._written_at: dict[Key, float] = {}
         self._first_wait: dict[Key, float] = {}
         """New monitors whose first status waits for their first probe result: since when."""
+        self._held: dict[Key, status.Observed] = {}
+        """What those monitors' first status will say, but for the result (:meth:`held`)."""
         self._warned: dict[Key, tuple[str, str]] = {}
         self._bucket = TokenBucket(settings.status_writes_per_second)
 
     def forget(self, key: Key) -> None:
-        for cache in (self.written, self._written_at, self._first_wait, self._warned):
+        for cache in (self.written, self._written_at, self._first_wait, self._held, self._warned):
             cache.pop(key, None)
 
     def seen(self, key: Key) -> None:
@@ -97,6 +99,7 @@ class StatusWriter:
         if self._await_first_result(key, written, obs, now):
             return
         self._first_wait.pop(key, None)
+        self._held.pop(key, None)
         new = status.build(obs, written, now, self._probe_to_write(key, written, now))
         if status.significant(new) == status.significant(written):
             return
@@ -151,4 +154,11 @@ class StatusWriter:
         if wait <= 0:
             return False
         self._schedule(key, wait)
+        self._held[key] = obs
         return True
+
+    def held(self, key: Key) -> status.Observed | None:
+        """The first status held back for ``key``'s first probe result: when the result comes and
+        nothing else changed meanwhile, the reconciler writes it with the result (no second pass
+        over the spec, target and rules it was built from)."""
+        return self._held.get(key)

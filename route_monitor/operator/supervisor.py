@@ -32,6 +32,7 @@ from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
 from route_monitor.operator.trim import HeapTrimmer
+from route_monitor.operator.workqueue import WorkQueue
 from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
@@ -83,11 +84,7 @@ class Supervisor:
         self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
                                      metrics=metrics, schedule=self.enqueue_later,
                                      owns=lambda key: self.shard.owns(key), member=member)
-        self._queue: asyncio.Queue[Key] = asyncio.Queue()
-        self._queued: set[Key] = set()
-        self._running: set[Key] = set()
-        self._again: set[Key] = set()
-        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self.queue = WorkQueue()
         self._failures: dict[Key, int] = {}
         self._trimmer = HeapTrimmer()
         self._waiting_api: set[Key] = set()
@@ -171,35 +168,17 @@ class Supervisor:
                 log.info("%s/%s probe: %s%s%s", *key, now[0] if now else "?",
                          f" ({now[1]}: {result.detail})" if now and now[1] else "",
                          f" (not counted: {now[2]})" if now and now[2] else "", extra=monitor_extra(key))
-            self.enqueue(key)
+            self.queue.put(key, full=False)
 
     def enqueue(self, key: Key) -> None:
-        if key in self._running:
-            self._again.add(key)
-        elif key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+        self.queue.put(key)
 
     def enqueue_later(self, key: Key, delay: float) -> None:
-        if key in self._timers:
-            return
-        loop = asyncio.get_running_loop()
-
-        def fire() -> None:
-            self._timers.pop(key, None)
-            self.enqueue(key)
-
-        self._timers[key] = loop.call_later(delay, fire)
-
-    def _retry_now(self, key: Key) -> None:
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-        self.enqueue(key)
+        self.queue.later(key, delay)
 
     @property
     def idle(self) -> bool:
-        return not self._queued and not self._running
+        return self.queue.idle
 
     # --- the loop ---------------------------------------------------------------------------
     async def run(self) -> None:
@@ -210,29 +189,26 @@ class Supervisor:
         finally:
             for w in workers:
                 w.cancel()
-            for t in self._timers.values():
-                t.cancel()
+            self.queue.close()
             if self._scout is not None:
                 self._scout.cancel()
 
     async def _worker(self) -> None:
         while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            self._running.add(key)
+            key, result_only = await self.queue.take()
+            held = result_only and self.reconciler.status.held(key) is not None
             try:
                 asked = requests_made()
-                await self.reconciler.reconcile(key)
+                await self.reconciler.reconcile(key, result_only=result_only)
+                if held and self.reconciler.status.held(key) is None:
+                    self.queue.cancel_timer(key)  # the first status is written: its deadline is moot
                 self._succeeded(key, answered=requests_made() > asked)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
                 self._failed(key, e)
             finally:
-                self._running.discard(key)
-            if key in self._again:
-                self._again.discard(key)
-                self.enqueue(key)
+                self.queue.done(key)
             self._trimmer.done()
             if self.idle:
                 self._trimmer.idle()
@@ -249,7 +225,7 @@ class Supervisor:
         waiting, self._waiting_api = self._waiting_api, set()
         log.info("the Kubernetes API answers again: reconciling the %d monitors waiting on it now", len(waiting))
         for other in sorted(waiting):
-            self._retry_now(other)
+            self.queue.now(other)
 
     def _arm_scout(self) -> None:
         if self._scout is None:
@@ -258,7 +234,7 @@ class Supervisor:
     def _send_scout(self) -> None:
         self._scout = None
         if self._waiting_api:
-            self._retry_now(min(self._waiting_api))
+            self.queue.now(min(self._waiting_api))
 
     def _failed(self, key: Key, error: Exception) -> None:
         n = self._failures[key] = self._failures.get(key, 0) + 1
