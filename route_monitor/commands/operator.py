@@ -32,6 +32,7 @@ from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.monitorwatch import MonitorWatch
 from route_monitor.operator.refwatch import ReferenceWatches
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard
@@ -82,8 +83,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     probe_metrics = ProbeMetrics(registry)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, tls=tls)
-    kube = KubeWriter(client, operator_metrics, instance=settings.member,
-                      rest=rest.for_config(config, pool.session) if pool is not None else None)
+    direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
+    kube = KubeWriter(client, operator_metrics, instance=settings.member, rest=direct)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
     scrape_targets = scrapesync.for_supervisor(client, kube, settings, supervisor) \
@@ -143,8 +144,13 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         slo.begin()
         if scrape_targets is not None:
             tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
+        if direct is not None:  # RouteMonitors without kopf's per-event machinery (operator.monitorwatch)
+            watch = MonitorWatch(direct, settings.namespaces, observe=supervisor.observe,
+                                 known=lambda: list(supervisor.world.monitors))
+            tasks.append(asyncio.create_task(watch.run(), name="RouteMonitor watch"))
         await kopf.operator(
-            registry=build_registry(supervisor, on_cleanup=stop_work), settings=kopf_settings(), standalone=True,
+            registry=build_registry(supervisor, on_cleanup=stop_work, watch_monitors=direct is None),
+            settings=kopf_settings(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,
             liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
         )

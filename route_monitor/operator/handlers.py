@@ -102,9 +102,11 @@ def _observer(supervisor: Supervisor, kind: str) -> Callable[..., Awaitable[None
     return observe
 
 
-def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable[None]]) -> kopf.OperatorRegistry:
+def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable[None]],
+                   watch_monitors: bool = True) -> kopf.OperatorRegistry:
     """``on_cleanup`` stops the supervisor and the probe engine when kopf stops: kopf treats
-    every task started after it as its own and would wait 5 s for them before cancelling."""
+    every task started after it as its own and would wait 5 s for them before cancelling.
+    ``watch_monitors=False``: RouteMonitors come from :mod:`~route_monitor.operator.monitorwatch`."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.cleanup(registry=registry)
@@ -119,9 +121,9 @@ def build_registry(supervisor: Supervisor, *, on_cleanup: Callable[[], Awaitable
         group, _, version = api_version.rpartition("/")
         kopf.on.event(group, version, plural, registry=registry)(_observer(supervisor, kind))
 
-    @kopf.on.event(names.GROUP, names.VERSION, names.PLURAL, registry=registry)
-    async def monitor_event(event: kopf.RawEvent, **_: Any) -> None:
-        supervisor.observe("routemonitor", event["type"], event["object"])
+    if watch_monitors:
+        on_monitors = kopf.on.event(names.GROUP, names.VERSION, names.PLURAL, registry=registry)
+        on_monitors(_observer(supervisor, "routemonitor"))
 
     @kopf.on.probe(id="monitors", registry=registry)
     def monitors(**_: Any) -> dict[str, int]:

@@ -17,9 +17,9 @@ service account's, re-read when it changes, as the kubelet rotates it) or a clie
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import httpx2
@@ -73,13 +73,56 @@ def path(group: str, version: str, plural: str, namespace: str, name: str | None
 
 
 class Rest:
-    """JSON requests to one API server through ``session()`` (the shared aiohttp pool)."""
+    """JSON requests to one API server through ``session()`` (the shared aiohttp pool); watches
+    through ``watch_session()`` (a pool of their own, :mod:`~route_monitor.operator.transport`)."""
 
-    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken) -> None:
+    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken, *,
+                 watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> None:
         self._server = server.rstrip("/")
         self._session = session
+        self._watch_session = watch_session or session
         self._auth = auth
         self._query = f"?fieldManager={quote(names.FIELD_MANAGER, safe='')}"
+
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": JSON, "Accept-Encoding": "identity"}  # the API server gzips answers > 128 KiB
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        bearer = self._auth.header()
+        if bearer is not None:
+            headers["Authorization"] = bearer
+        return headers
+
+    async def get(self, where: str, query: Mapping[str, str]) -> dict[str, Any]:
+        url = self._server + where + "?" + urlencode(query)
+        with mapped_errors("GET", url):
+            async with self._session().get(url, headers=self._headers(), timeout=_TIMEOUT,
+                                           allow_redirects=False) as response:
+                content = await response.read()
+                status, answer_headers = response.status, list(response.raw_headers)
+        if status >= 400:
+            _raise("GET", url, status, answer_headers, content)
+        answer: dict[str, Any] = _DECODE(content)
+        return answer
+
+    async def watch(self, where: str, query: Mapping[str, str], read_timeout: float) -> AsyncIterator[dict[str, Any]]:
+        """The events of a watch (``{"type": ..., "object": ...}``), as the API server streams them,
+        until it ends the stream; an answer >= 400 raises as :meth:`get` does."""
+        url = self._server + where + "?" + urlencode({**query, "watch": "true"})
+        timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT.connect, sock_read=read_timeout)
+        with mapped_errors("GET", url):
+            async with self._watch_session().get(url, headers=self._headers(), timeout=timeout,
+                                                 allow_redirects=False) as response:
+                if response.status >= 400:
+                    _raise("GET", url, response.status, list(response.raw_headers), await response.read())
+                rest = b""
+                async for chunk in response.content.iter_any():
+                    lines = (rest + chunk).split(b"\n")
+                    rest = lines.pop()
+                    for line in lines:
+                        if line.strip():
+                            event: dict[str, Any] = _DECODE(line)
+                            yield event
 
     async def create(self, collection: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self._send("POST", collection, body, JSON)
@@ -92,10 +135,7 @@ class Rest:
 
     async def _send(self, method: str, where: str, body: Mapping[str, Any], content_type: str) -> dict[str, Any]:
         url = self._server + where + self._query
-        headers = {"Content-Type": content_type, "Accept": JSON}
-        bearer = self._auth.header()
-        if bearer is not None:
-            headers["Authorization"] = bearer
+        headers = self._headers(content_type)
         data = _ENCODE(body)
         with mapped_errors(method, url):
             async with self._session().request(method, url, data=data, headers=headers, timeout=_TIMEOUT,
@@ -115,7 +155,8 @@ def _raise(method: str, url: str, status: int, headers: list[tuple[bytes, bytes]
     raise AssertionError(f"HTTP {status} not raised")  # pragma: no cover - raise_for_status raises >= 400
 
 
-def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession]) -> Rest | None:
+def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
+               watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> Rest | None:
     """The direct path for ``config``'s current context, or None when its user authenticates in a
     way only lightkube implements (exec plugins, basic auth, auth providers)."""
     single = config.get()
@@ -124,4 +165,5 @@ def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession])
         return None
     if user.token_file is None and user.token is None and user.client_cert is None and user.client_cert_data is None:
         return None
-    return Rest(single.cluster.server, session, BearerToken(token=user.token, token_file=user.token_file))
+    return Rest(single.cluster.server, session, BearerToken(token=user.token, token_file=user.token_file),
+                watch_session=watch_session)

@@ -53,6 +53,10 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         """The pool of requests that are not watches, shared with :mod:`~route_monitor.operator.rest`."""
         return self._pool(watch=False)
 
+    def watch_session(self) -> aiohttp.ClientSession:
+        """The pool of watches (no connection limit), shared with :mod:`~route_monitor.operator.rest`."""
+        return self._pool(watch=True)
+
     def _pool(self, watch: bool) -> aiohttp.ClientSession:
         session = self._sessions.get(watch)
         if session is None or session.closed:  # created on the running loop, at first use

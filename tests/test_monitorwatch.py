@@ -1,0 +1,106 @@
+"""The operator's own RouteMonitor list+watch (``route_monitor.operator.monitorwatch``) against the
+real apiserver: every change arrives as the supervisor expects it (ADDED, MODIFIED with a status
+write, DELETED), monitors that vanished while the watch was down are observed as deleted when it
+lists again, and a refused request is tried again without ending the watch. (Reconnects across an
+apiserver or etcd restart, cut connections and a 410 after compaction run through the real operator
+in the chaos modules.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import KubeConfig
+from lightkube.resources.core_v1 import Namespace
+
+from alert_rules import names
+from route_monitor.operator import rest, transport
+from route_monitor.operator.kube import RouteMonitor
+from route_monitor.operator.monitorwatch import MonitorWatch
+from tests.support.cluster import Cluster, kubeconfig
+from tests.support.operator import admin_client
+
+pytestmark = pytest.mark.cluster
+Event = tuple[str | None, str, str | None]
+
+
+def _monitor(ns: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": name, "namespace": ns},
+            "spec": {"target": {"url": f"https://{name}.example.com/"}, "slo": {"availability": "99.9"}}}
+
+
+async def _watching(config_path: Any, ns: str, known: list[tuple[str, str]],
+                    body: Callable[[rest.Rest, list[Event]], Awaitable[None]]) -> list[Event]:
+    config = KubeConfig.from_file(config_path)
+    pool = transport.for_config(config)
+    assert pool is not None
+    direct = rest.for_config(config, pool.session, pool.watch_session)
+    assert direct is not None
+    seen: list[Event] = []
+
+    def observe(kind: str, event: str | None, obj: Any) -> None:
+        assert kind == "routemonitor"
+        meta = obj["metadata"]
+        seen.append((event, meta["name"], (obj.get("status") or {}).get("url")))
+
+    watch = MonitorWatch(direct, (ns,), observe=observe, known=lambda: known, delays=(0.2,))
+    task = asyncio.create_task(watch.run())
+    try:
+        await body(direct, seen)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await pool.aclose()
+    return seen
+
+
+async def _until(what: str, check: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+def test_changes_arrive_and_monitors_gone_while_not_watching_are_deleted(cluster: Cluster) -> None:
+    ns = "mwatch"
+    admin_client(cluster).create(Namespace.from_dict({"metadata": {"name": ns}}))
+    path = rest.path(names.GROUP, names.VERSION, names.PLURAL, ns)
+
+    admin_client(cluster).create(RouteMonitor.from_dict(_monitor(ns, "before")))  # listed, not watched
+    for i in range(150):  # a list of more than 128 KiB, which the API server compresses unless told not to
+        padded = _monitor(ns, f"pad{i}")
+        padded["metadata"]["annotations"] = {"example.com/padding": "x" * 1000}
+        admin_client(cluster).create(RouteMonitor.from_dict(padded))
+
+    async def body(api: rest.Rest, seen: list[Event]) -> None:
+        await _until("the listed monitors and the vanished one", lambda: (None, "before", None) in seen
+                     and (None, "pad149", None) in seen and ("DELETED", "gone-while-down", None) in seen)
+        await api.create(path, _monitor(ns, "after"))
+        await api.merge_patch(rest.path(names.GROUP, names.VERSION, names.PLURAL, ns, "after", "status"),
+                              {"status": {"url": "https://after.example.com/"}})
+        await _until("the status write", lambda: ("MODIFIED", "after", "https://after.example.com/") in seen)
+        admin_client(cluster).delete(RouteMonitor, "after", namespace=ns)
+        await _until("the deletion", lambda: ("DELETED", "after", "https://after.example.com/") in seen)
+
+    seen = asyncio.run(_watching(cluster.admin_kubeconfig, ns, [(ns, "gone-while-down"), ("other", "x")], body))
+    assert ("ADDED", "after", None) in seen
+    assert not any(name == "x" for _, name, _ in seen), "another namespace's monitors are not touched"
+
+
+def test_a_refused_watch_is_tried_again_and_never_ends(cluster: Cluster, tmp_path: Any,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    bad = tmp_path / "bad.kubeconfig"
+    bad.write_text(yaml.safe_dump(kubeconfig(cluster.server, "not-a-token", "nobody")))
+
+    async def body(_: rest.Rest, seen: list[Event]) -> None:
+        await asyncio.sleep(1.5)
+
+    with caplog.at_level("DEBUG", logger="route_monitor.operator.monitorwatch"):
+        seen = asyncio.run(_watching(bad, "default", [], body))
+    tries = [r for r in caplog.records if "RouteMonitor watch in namespace default failed" in r.getMessage()]
+    assert seen == [] and len(tries) >= 3, [r.getMessage() for r in caplog.records]
+    assert [r.levelname for r in tries][:2] == ["WARNING", "DEBUG"], "one warning per streak of failures"
+    assert "401" in tries[0].getMessage() or "Unauthorized" in tries[0].getMessage()
