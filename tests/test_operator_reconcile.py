@@ -226,7 +226,7 @@ async def test_the_status_written_is_kept_once_the_watch_brings_it_back() -> Non
     [(_, written)] = [c for c in kube.calls if c[0] == "status"]
     body = rec.world.monitors[KEY]
     rec.world.observe("routemonitor", "MODIFIED", {**body, "status": written})
-    rec.status_seen(KEY)
+    rec.status.seen(KEY)
     assert KEY not in rec.status.written
     clock.now = 1030.0
     await rec.reconcile(KEY)

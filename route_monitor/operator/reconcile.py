@@ -61,7 +61,7 @@ class Reconciler:
                  clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
                  member: str | None = None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
-        self.metrics, self._schedule, self._clock = metrics, schedule, clock
+        self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
         self.results: dict[Key, ProbeResult] = {}
         self._valid: set[Key] = set()
@@ -108,9 +108,6 @@ class Reconciler:
         costs one refused write, never a write over someone else's change."""
         self._stop(key)
         self._warned.pop(key, None)
-
-    def status_seen(self, key: Key) -> None:
-        self.status.seen(key)
 
     def start_probing(self, key: Key) -> None:
         """Probe a monitor this replica just took over at once, before its reconcile (API writes,

@@ -98,7 +98,7 @@ class Supervisor:
         for key in self.world.observe(kind, event_type, obj):
             self.enqueue(key)
         if kind == "routemonitor":
-            self.reconciler.status_seen(key_of(obj))
+            self.reconciler.status.seen(key_of(obj))
 
     async def prime(self) -> None:
         """Fill the world from one list of each kind before any reconcile, so that a restart
