@@ -128,10 +128,10 @@ class Supervisor:
         self.metrics.ownership_changes.labels(change="lost").inc(len(lost))
         log.info("%d live replicas: this one gains %d monitors and hands over %d", len(after.members),
                  len(gained), len(lost))
-        for key in lost:  # stop at once: the new owner may already be probing
+        for key in lost:  # stop at once: the new owner may already be probing (nothing else to do for them)
             self.reconciler.release(key)
         self._start_probing(sorted(gained))
-        for key in sorted(gained | lost):
+        for key in sorted(gained):
             self.enqueue(key)
 
     def start_owned(self) -> None:
