@@ -41,7 +41,11 @@ MIN_PROBES_PER_TILE = 10
 
 
 class TileError(ValueError):
-    """A tile length the generated rules cannot be consistent with."""
+    """A tile length the generated rules cannot be consistent with: ``<subject>: <reason>``."""
+
+    def __init__(self, subject: str, reason: str) -> None:
+        super().__init__(f"{subject}: {reason}")
+        self.reason = reason
 
 
 def tile_problem(tile_ms: int) -> str | None:
@@ -58,7 +62,7 @@ def tile_problem(tile_ms: int) -> str | None:
 def check(tile_ms: int) -> None:
     problem = tile_problem(tile_ms)
     if problem is not None:
-        raise TileError(f"tile {durations.format_ms(tile_ms) if tile_ms > 0 else tile_ms}: {problem}")
+        raise TileError(f"tile {durations.format_ms(tile_ms) if tile_ms > 0 else tile_ms}", problem)
 
 
 def parse(text: str) -> int:
@@ -66,10 +70,10 @@ def parse(text: str) -> int:
     try:
         ms = durations.parse_ms(text)
     except durations.DurationError as e:
-        raise TileError(f"--tile: {e}") from None
+        raise TileError("--tile", str(e)) from None
     problem = tile_problem(ms)
     if problem is not None:
-        raise TileError(f"--tile {text}: {problem}")
+        raise TileError(f"--tile {text}", problem)
     return ms
 
 

@@ -45,7 +45,7 @@ def _tile(text: str) -> int:
     try:
         return tiles.parse(text)
     except tiles.TileError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--tile ").removeprefix("--tile: ")) from None
+        raise argparse.ArgumentTypeError(e.reason) from None
 
 
 def _tile_flag(parser: argparse.ArgumentParser) -> None:

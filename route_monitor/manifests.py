@@ -10,7 +10,7 @@ field error (all at once), and one bad object never hides the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,7 @@ def finding_problems(docs: Iterable[Manifest], found: Collection,
         doc = by_source.get(source)
         ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
         annotated = doc is not None and doc.kind in sources.BY_KIND_NAME
-        for f in findings(replace(spec.slo(), tile_ms=tile_ms)):
+        for f in findings(spec.slo(tile_ms)):
             annotation = annotation_for(f.field) if annotated else None
             field_name = f"metadata.annotations[{annotation}]" if annotation else f.field
             out.append(ManifestError(source, ref, field_name, f.message, f.severity == "warning"))

@@ -26,6 +26,7 @@ from alert_rules.model import (
     parse_duration_ms,
     parse_percent,
 )
+from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
@@ -122,9 +123,11 @@ class MonitorSpec:
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
-    def slo(self) -> MonitorSLO:
+    def slo(self, tile_ms: int = DEFAULT_TILE_MS) -> MonitorSLO:
+        """What the rule generator needs of this monitor; ``tile_ms``: the long windows' tile
+        (``--tile`` of ``standalone`` and ``rules``; the operator keeps the default)."""
         return MonitorSLO(namespace=self.namespace, name=self.name, objective=self.objective,
-                          interval_ms=self.probe.interval_ms, alerting=self.alerting)
+                          interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms)
 
 
 def _keys(m: Mapping[Any, Any]) -> list[str]:

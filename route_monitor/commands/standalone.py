@@ -17,7 +17,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -97,7 +96,7 @@ class Standalone:
         event loop keeps probing meanwhile). Only monitors whose SLO changed are re-rendered."""
         if self.rules is None:
             return
-        written, deleted = await asyncio.to_thread(self.rules.sync, [replace(p.spec.slo(), tile_ms=self.options.tile_ms)
+        written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo(self.options.tile_ms)
                                                                    for p in self.current.values()])
         if written or deleted:
             say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
