@@ -1,0 +1,221 @@
+"""Where the operator's memory per monitor goes (issue 16): a tracemalloc snapshot diff.
+
+    .venv/bin/python -m benchmarks.memory_per_monitor [--routes 1000] [--frames 8] [--top 25]
+                                                     [--out benchmarks/results/memory-per-monitor.json]
+
+Starts the test control plane (``tests/support/cluster.py``), one loopback HTTP target and
+``route-monitor operator`` as the RBAC-restricted user, as ``benchmarks.operator_bench`` does,
+but the operator runs under ``tracemalloc`` (``--frames`` frames per allocation) and writes a
+heap snapshot on ``SIGUSR1`` (after a full collection). Snapshots are taken with the operator
+idle and once ``--routes`` annotated Routes are monitored and each has been probed (then a few
+seconds more, so that status writes settle). The difference, per monitor, is printed:
+
+- by component: each allocation still alive is charged to the innermost frame of its traceback
+  in our code (the world, the probe engine, the reconciler...), else in kopf, the API client...;
+- by line (``file:line`` of the allocation) and by whole traceback, the largest first.
+
+RSS is reported too, but tracemalloc itself costs memory per allocation: for RSS use
+``benchmarks.operator_bench`` (no tracing) or ``--frames 0`` here (no snapshots, RSS only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("route_monitor/operator/world.py", "world"),
+    ("route_monitor/probe/", "probe engine"),
+    ("route_monitor/operator/reconcile.py", "reconciler"),
+    ("route_monitor/operator/statuswriter.py", "reconciler"),
+    ("route_monitor/operator/status.py", "reconciler"),
+    ("route_monitor/operator/rulesync.py", "reconciler"),
+    ("route_monitor/operator/supervisor.py", "supervisor"),
+    ("route_monitor/operator/", "operator, other"),
+    ("route_monitor/", "parsed spec, resolve"),
+    ("alert_rules/", "alert_rules"),
+    ("/kopf/", "kopf"),
+    ("/lightkube/", "API client"),
+    ("/aiohttp/", "API client"),
+    ("/httpx/", "API client"),
+    ("/prometheus_client/", "prometheus_client"),
+    ("/asyncio/", "asyncio"),
+)
+SIGNAL = signal.SIGUSR1
+
+
+# --- the operator's side ------------------------------------------------------------------------
+def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
+    """``route-monitor`` with tracemalloc on and a snapshot written on each SIGUSR1."""
+    from route_monitor import cli
+
+    taken = 0
+
+    def snapshot(*_: Any) -> None:
+        nonlocal taken
+        gc.collect()
+        snap = tracemalloc.take_snapshot()
+        path = snapshots / f"snap-{taken}.pickle"
+        snap.dump(str(path) + ".tmp")
+        os.replace(str(path) + ".tmp", path)
+        taken += 1
+
+    if frames > 0:
+        tracemalloc.start(frames)
+        signal.signal(SIGNAL, snapshot)
+    return cli.main(list(argv))
+
+
+# --- the benchmark's side -----------------------------------------------------------------------
+def take(pid: int, snapshots: Path, n: int) -> tracemalloc.Snapshot:
+    os.kill(pid, SIGNAL)
+    path = snapshots / f"snap-{n}.pickle"
+    deadline = time.monotonic() + 300
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no snapshot {path}")
+        time.sleep(0.5)
+    snap = tracemalloc.Snapshot.load(str(path))
+    return snap.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__),
+                               tracemalloc.Filter(False, "<frozen importlib._bootstrap>")])
+
+
+def component(tb: tracemalloc.Traceback) -> str:
+    for frame in reversed(tb):  # innermost first
+        name = frame.filename.replace(os.sep, "/")
+        for marker, label in COMPONENTS:
+            if marker in name and (marker.startswith("/") or "/site-packages/" not in name):
+                return label
+    return "other: " + (tb[-1].filename.rsplit("/", 2)[-1] if len(tb) else "?")
+
+
+def short(filename: str) -> str:
+    name = filename.replace(os.sep, "/")
+    for root in ("/site-packages/", "/lib/python3.11/"):
+        if root in name:
+            return name.split(root, 1)[1]
+    return name.split("/route-monitor/", 1)[-1].split(str(Path.cwd()) + "/", 1)[-1]
+
+
+def analyse(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, monitors: int, top: int) -> dict[str, Any]:
+    kib = 1024 * monitors
+    by_tb = after.compare_to(before, "traceback")
+    parts: dict[str, float] = {}
+    for stat in by_tb:
+        parts[component(stat.traceback)] = parts.get(component(stat.traceback), 0) + stat.size_diff
+    total = sum(s.size_diff for s in by_tb)
+    lines = after.compare_to(before, "lineno")[:top]
+    return {
+        "heap_kib_per_monitor": round(total / kib, 2),
+        "by_component_kib_per_monitor": {k: round(v / kib, 2) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
+                                         if abs(v) / kib >= 0.05},
+        "by_line": [{"where": f"{short(s.traceback[0].filename)}:{s.traceback[0].lineno}",
+                     "kib_per_monitor": round(s.size_diff / kib, 2), "blocks_per_monitor": round(s.count_diff / monitors, 2)}
+                    for s in lines],
+        "by_traceback": [{"kib_per_monitor": round(s.size_diff / kib, 2),
+                          "blocks_per_monitor": round(s.count_diff / monitors, 2),
+                          "frames": [f"{short(f.filename)}:{f.lineno}" for f in reversed(s.traceback)]}
+                         for s in by_tb[:top]],
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.operator_bench import NS, FirstHits, RuleWatch, api, create_routes, rss_mib, wait_until
+    from tests.support.cluster import start_cluster
+    from tests.support.operator import Operator
+
+    work = Path(tempfile.mkdtemp(prefix="rm-memory-bench-"))
+    snapshots = work / "snapshots"
+    snapshots.mkdir()
+    cluster = start_cluster(work)
+    target = FirstHits()
+
+    class Traced(Operator):
+        def spawn(self) -> None:
+            env = {**os.environ, "KUBECONFIG": str(self.cluster.operator_kubeconfig)}
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "benchmarks.memory_per_monitor", "--child", str(snapshots),
+                     "--frames", str(args.frames), "--", "operator", "--metrics-port", str(self.metrics_port),
+                     "--health-port", str(self.health_port)],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+    op = Traced(cluster, work / "operator.log")
+    result: dict[str, Any] = {"routes": args.routes, "interval": args.interval, "frames": args.frames}
+    try:
+        api(cluster, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": NS}}).raise_for_status()
+        op.start(timeout=120)
+        assert op.proc is not None
+        rules = RuleWatch(cluster)
+        time.sleep(args.settle)
+        rss = {"idle": round(rss_mib(op.proc.pid), 1)}
+        before = take(op.proc.pid, snapshots, 0) if args.frames else None
+        first = [f"r{i:05d}" for i in range(args.routes)]
+        create_routes(cluster, first, f"127.0.0.1:{target.port}", args.interval)
+        wait_until(lambda: all(n in rules.first for n in first), 600, "all PrometheusRules")
+        wait_until(lambda: all(f"/{n}" in target.first for n in first), 180, "all first probes")
+        time.sleep(args.settle)
+        rss[str(args.routes)] = round(rss_mib(op.proc.pid), 1)
+        result["rss_mib"] = rss
+        result["rss_kib_per_monitor"] = round((rss[str(args.routes)] - rss["idle"]) * 1024 / args.routes, 1)
+        if before is not None:
+            after = take(op.proc.pid, snapshots, 1)
+            result |= analyse(before, after, args.routes, args.top)
+        result["probes_served"] = target.total
+    finally:
+        op.stop()
+        cluster.stop()
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    out = [f"routes {result['routes']}, RSS {result['rss_mib']} MiB ({result['rss_kib_per_monitor']} KiB per monitor"
+           f"{', tracemalloc on: inflated' if result['frames'] else ''})"]
+    if "heap_kib_per_monitor" in result:
+        out.append(f"Python heap per monitor: {result['heap_kib_per_monitor']} KiB")
+        out += [f"  {v:6.2f}  {k}" for k, v in result["by_component_kib_per_monitor"].items()]
+        out.append("by line (KiB, blocks per monitor):")
+        out += [f"  {x['kib_per_monitor']:6.2f} {x['blocks_per_monitor']:6.2f}  {x['where']}" for x in result["by_line"]]
+        out.append("by traceback (innermost first):")
+        for x in result["by_traceback"]:
+            out.append(f"  {x['kib_per_monitor']:6.2f} {x['blocks_per_monitor']:6.2f}  " + " < ".join(x["frames"][:5]))
+    return "\n".join(out)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        sep = sys.argv.index("--")
+        sys.exit(child(Path(sys.argv[2]), int(sys.argv[4]), sys.argv[sep + 1:]))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--routes", type=int, default=1000)
+    p.add_argument("--interval", default="10s")
+    p.add_argument("--frames", type=int, default=8, help="tracemalloc frames per allocation (0: RSS only)")
+    p.add_argument("--settle", type=float, default=10.0, help="seconds before each snapshot")
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/memory-per-monitor.json"))
+    args = p.parse_args()
+    result = run(args)
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                         "loadavg": os.getloadavg()}
+    result["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(render(result))
+
+
+if __name__ == "__main__":
+    main()
