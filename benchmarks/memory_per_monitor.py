@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections.abc import Sequence
@@ -58,8 +59,83 @@ SIGNAL = signal.SIGUSR1
 
 
 # --- the operator's side ------------------------------------------------------------------------
+def allocators() -> dict[str, int]:
+    """Where the process's memory sits: pymalloc's arenas (small objects) and glibc's heap (the
+    rest: objects over 512 bytes, C extensions' buffers), from ``sys._debugmallocstats`` and
+    ``mallinfo2``."""
+    out: dict[str, int] = {}
+    with tempfile.TemporaryFile("w+") as f:
+        saved = os.dup(2)
+        try:
+            os.dup2(f.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        for line in f:
+            cells = line.split()
+            if len(cells) == 5 and all(c.isdigit() for c in cells):  # class size pools used avail
+                out[f"size {int(cells[1]):3d}: free blocks"] = int(cells[1]) * int(cells[4])
+                continue
+            name, _, value = line.partition("=")
+            label = {"# bytes in allocated blocks": "pymalloc_used",
+                     "# bytes in available blocks": "pymalloc_free_blocks"}.get(name.strip())
+            if label is None and "unused pools *" in name:
+                label = "pymalloc_unused_pools"
+            if label is None and "bytes/arena" in name:
+                label = "pymalloc_arenas"
+            if label is not None and label not in out:
+                out[label] = int(value.strip().replace(",", ""))
+    try:
+        import ctypes
+
+        class Mallinfo2(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                        "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = Mallinfo2
+        mi = libc.mallinfo2()
+        out |= {"glibc_heap": mi.arena, "glibc_used": mi.uordblks, "glibc_free": mi.fordblks, "glibc_mmapped": mi.hblkhd}
+    except (OSError, AttributeError):
+        pass
+    return out
+
+
+def referrers(places: list[str], samples: int = 3, depth: int = 4) -> str:
+    """What keeps objects allocated at ``places`` (``file:line`` suffixes) alive: for a few
+    objects of each, the types along one chain of referrers (a debugging aid, ``$MEMORY_REFERRERS``)."""
+    found: dict[str, list[object]] = {p: [] for p in places}
+    for obj in gc.get_objects():
+        tb = tracemalloc.get_object_traceback(obj)
+        if tb is None:
+            continue
+        where = f"{tb[-1].filename}:{tb[-1].lineno}"
+        for p in places:
+            if where.endswith(p) and len(found[p]) < samples:
+                found[p].append(obj)
+    out = []
+    for p, objs in found.items():
+        for obj in objs:
+            chain, cur = [f"{type(obj).__name__}"], obj
+            for _ in range(depth):
+                refs = [r for r in gc.get_referrers(cur) if r is not objs and r is not found and type(r).__name__ != "frame"]
+                if not refs:
+                    break
+                cur = refs[0]
+                desc = type(cur).__name__
+                if isinstance(cur, dict):
+                    desc += "{" + ",".join(str(k) for k in list(cur)[:6]) + "}"
+                tb = tracemalloc.get_object_traceback(cur)
+                chain.append(desc + (f" @{tb[-1].filename.rsplit('/', 2)[-1]}:{tb[-1].lineno}" if tb else ""))
+            out.append(f"{p}: " + " <- ".join(chain))
+    return "\n".join(out) + "\n"
+
+
 def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
-    """``route-monitor`` with tracemalloc on and a snapshot written on each SIGUSR1."""
+    """``route-monitor`` with tracemalloc on (unless ``frames`` is 0); on each SIGUSR1 a heap
+    snapshot (if tracing) and the allocators' figures are written to ``snapshots``."""
     from route_monitor import cli
 
     taken = 0
@@ -67,30 +143,59 @@ def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
     def snapshot(*_: Any) -> None:
         nonlocal taken
         gc.collect()
-        snap = tracemalloc.take_snapshot()
-        path = snapshots / f"snap-{taken}.pickle"
-        snap.dump(str(path) + ".tmp")
-        os.replace(str(path) + ".tmp", path)
+        path = snapshots / f"snap-{taken}"
+        if frames > 0:
+            tracemalloc.take_snapshot().dump(str(path) + ".pickle")
+        (snapshots / f"alloc-{taken}.json").write_text(json.dumps(allocators()))
+        if frames > 0 and os.environ.get("MEMORY_REFERRERS"):
+            (snapshots / f"referrers-{taken}.txt").write_text(referrers(os.environ["MEMORY_REFERRERS"].split(",")))
+        os.replace(str(path) + ".pickle" if frames > 0 else snapshots / f"alloc-{taken}.json", str(path) + ".done")
         taken += 1
 
     if frames > 0:
         tracemalloc.start(frames)
-        signal.signal(SIGNAL, snapshot)
+    signal.signal(SIGNAL, snapshot)
     return cli.main(list(argv))
 
 
 # --- the benchmark's side -----------------------------------------------------------------------
-def take(pid: int, snapshots: Path, n: int) -> tracemalloc.Snapshot:
+def take(pid: int, snapshots: Path, n: int, traced: bool) -> tuple[tracemalloc.Snapshot | None, dict[str, int]]:
     os.kill(pid, SIGNAL)
-    path = snapshots / f"snap-{n}.pickle"
+    path = snapshots / f"snap-{n}.done"
     deadline = time.monotonic() + 300
     while not path.exists():
         if time.monotonic() > deadline:
             raise TimeoutError(f"no snapshot {path}")
         time.sleep(0.5)
+    alloc: dict[str, int] = json.loads((snapshots / f"alloc-{n}.json").read_text()) if traced else \
+        json.loads(path.read_text())
+    if not traced:
+        return None, alloc
     snap = tracemalloc.Snapshot.load(str(path))
     return snap.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__),
-                               tracemalloc.Filter(False, "<frozen importlib._bootstrap>")])
+                               tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]), alloc
+
+
+class PeakRss:
+    """The highest RSS of ``pid`` seen while it runs (sampled every 0.2 s)."""
+
+    def __init__(self, pid: int) -> None:
+        from benchmarks.operator_bench import rss_mib
+
+        self.peak = 0.0
+        self._stop = threading.Event()
+
+        def sample() -> None:
+            while not self._stop.wait(0.2):
+                self.peak = max(self.peak, rss_mib(pid))
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def component(tb: tracemalloc.Traceback) -> str:
@@ -163,17 +268,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rules = RuleWatch(cluster)
         time.sleep(args.settle)
         rss = {"idle": round(rss_mib(op.proc.pid), 1)}
-        before = take(op.proc.pid, snapshots, 0) if args.frames else None
+        before, alloc_before = take(op.proc.pid, snapshots, 0, args.frames > 0)
         first = [f"r{i:05d}" for i in range(args.routes)]
+        peak = PeakRss(op.proc.pid)
         create_routes(cluster, first, f"127.0.0.1:{target.port}", args.interval)
         wait_until(lambda: all(n in rules.first for n in first), 600, "all PrometheusRules")
         wait_until(lambda: all(f"/{n}" in target.first for n in first), 180, "all first probes")
         time.sleep(args.settle)
         rss[str(args.routes)] = round(rss_mib(op.proc.pid), 1)
+        rss["peak"] = round(peak.stop(), 1)
         result["rss_mib"] = rss
         result["rss_kib_per_monitor"] = round((rss[str(args.routes)] - rss["idle"]) * 1024 / args.routes, 1)
-        if before is not None:
-            after = take(op.proc.pid, snapshots, 1)
+        after, alloc_after = take(op.proc.pid, snapshots, 1, args.frames > 0)
+        result["allocators_kib_per_monitor"] = {k: round((alloc_after[k] - alloc_before[k]) / 1024 / args.routes, 2)
+                                                for k in alloc_after if k in alloc_before}
+        if before is not None and after is not None:
             result |= analyse(before, after, args.routes, args.top)
         result["probes_served"] = target.total
     finally:
@@ -185,6 +294,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     out = [f"routes {result['routes']}, RSS {result['rss_mib']} MiB ({result['rss_kib_per_monitor']} KiB per monitor"
            f"{', tracemalloc on: inflated' if result['frames'] else ''})"]
+    alloc = result["allocators_kib_per_monitor"]
+    out.append("allocators, KiB per monitor: " + ", ".join(f"{k} {v}" for k, v in alloc.items() if "size" not in k))
+    sizes = sorted(((v, k) for k, v in alloc.items() if "size" in k), reverse=True)[:8]
+    out.append("  pymalloc free blocks by size class: " + ", ".join(f"{k.split(':')[0]} {v}" for v, k in sizes))
     if "heap_kib_per_monitor" in result:
         out.append(f"Python heap per monitor: {result['heap_kib_per_monitor']} KiB")
         out += [f"  {v:6.2f}  {k}" for k, v in result["by_component_kib_per_monitor"].items()]
