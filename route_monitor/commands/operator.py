@@ -28,7 +28,7 @@ from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
 from route_monitor.operator import patience, rest, scrapesync, slo_loop, transport
 from route_monitor.operator.credentials import OperatorCredentials
-from route_monitor.operator.handlers import build_registry, kopf_settings
+from route_monitor.operator.handlers import build_registry, kopf_settings, memories
 from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
@@ -150,7 +150,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
             tasks.append(asyncio.create_task(watch.run(), name="RouteMonitor watch"))
         await kopf.operator(
             registry=build_registry(supervisor, on_cleanup=stop_work, watch_monitors=direct is None),
-            settings=kopf_settings(), standalone=True,
+            settings=kopf_settings(), memories=memories(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,
             liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
         )

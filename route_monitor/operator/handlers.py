@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import kopf
+from kopf._core.reactor import inventory
 
 from alert_rules import names
 from route_monitor import sources
@@ -57,6 +58,24 @@ class _NoDiffBase(kopf.DiffBaseStorage):
 
     def store(self, **_: Any) -> None:
         pass
+
+
+class _NoMemories(inventory.ResourceMemories):
+    """kopf's record per object (a memo, an error throttler, index and daemon state: ~1 KiB each,
+    two objects per monitor, plus every other Route and Service), made afresh for each event and
+    kept nowhere. kopf keeps one per object until it is deleted, for what only daemons, timers,
+    indices, resume handlers and patch retries use; event handlers (all there are here) use none
+    of it (``benchmarks/RESULTS-operator.md``, memory per monitor)."""
+
+    async def recall(self, raw_body: kopf.RawBody, *, memobase: Any = None, noticed_by_listing: bool = False,
+                     ephemeral: bool = False) -> inventory.ResourceMemory:
+        return await super().recall(raw_body, memobase=memobase, noticed_by_listing=noticed_by_listing,
+                                    ephemeral=True)
+
+
+def memories() -> inventory.ResourceMemories:
+    """For ``kopf.operator(memories=...)``."""
+    return _NoMemories()
 
 
 class _RetryForever:

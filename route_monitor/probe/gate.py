@@ -22,7 +22,7 @@ from route_monitor.maintenance import Window, state_at
 from route_monitor.probe.result import Exclusion
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     windows: tuple[Window, ...] = ()
     paused: bool = False

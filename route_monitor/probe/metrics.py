@@ -56,7 +56,13 @@ def _le_labels(bounds: tuple[float, ...]) -> tuple[str, ...]:
     return (*(names.le_label(b) for b in bounds), "+Inf")
 
 
-@dataclass(frozen=True)
+@lru_cache(maxsize=256)
+def _buckets(threshold_seconds: float | None) -> tuple[float, ...]:
+    """One tuple of bounds per threshold, shared by the monitors that have it."""
+    return names.duration_buckets(threshold_seconds)
+
+
+@dataclass(frozen=True, slots=True)
 class TargetInfo:
     url: str
     kind: str
@@ -157,7 +163,7 @@ class ProbeMetrics:
 
         Counters survive a change of URL or interval; the histogram restarts when its buckets
         change (a counter reset, which ``rate()`` handles); a new URL forgets the certificate."""
-        bounds = names.duration_buckets(threshold_seconds)
+        bounds = _buckets(threshold_seconds)
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = MonitorSeries(key, info, bounds)

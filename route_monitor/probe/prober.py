@@ -75,7 +75,7 @@ class Endpoint:
         return text.encode("ascii") if text.isascii() else text.encode("idna")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProbeRequest:
     key: tuple[str, str]
     url: str
