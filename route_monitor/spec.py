@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from alert_rules import names
 from alert_rules.fielderrors import EMPTY, Collect, collecting, echo, mapping
@@ -282,11 +282,33 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
     windows, paused = _maintenance(spec, annotations, c)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
-        namespace=namespace, name=name, target=target, path=path, probe=probe, objective=objective,
-        alerting=c.get(lambda: parse_alerting(spec.get("alerting")), Alerting()), maintenance=windows, paused=paused,
+        namespace=namespace, name=name, target=target, path=path, probe=shared(probe), objective=shared(objective),
+        alerting=shared(c.get(lambda: parse_alerting(spec.get("alerting")), Alerting())), maintenance=windows,
+        paused=paused,
         created=None if created is None else c.get(lambda: parse_instant(created, "metadata.creationTimestamp"),
                                                    None),
     )
+
+
+_T = TypeVar("_T")
+_SHARED: dict[Any, Any] = {}
+_SHARED_MAX = 4096
+
+
+def shared(value: _T) -> _T:
+    """One object for equal parts of many monitors' specs (most monitors have the same probe
+    settings, objective and alerting: ~0.5 KiB each, per monitor otherwise). Immutable values
+    only; bounded (emptied when full); an unhashable value is returned as it is."""
+    try:
+        found: _T | None = _SHARED.get(value)
+    except TypeError:
+        return value
+    if found is not None:
+        return found
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    _SHARED[value] = value
+    return value
 
 
 def _maintenance(spec: Mapping[str, Any], annotations: Mapping[str, Any],

@@ -25,27 +25,35 @@ Kind = str
 """A row of :data:`SOURCES`, a kind of :data:`DEPENDENCIES`, or ``routemonitor``."""
 KINDS: tuple[Kind, ...] = (*(s.kind for s in SOURCES), *DEPENDENCIES, "routemonitor")
 _VOLATILE_META = ("resourceVersion", "managedFields")
+_META_UNREAD = frozenset({"managedFields", "selfLink"})
+"""Metadata nothing reads (``selfLink``: up to Kubernetes 1.23, ~60 characters per object)."""
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _STATUS_IGNORED = ("service", "ingress", *DEPENDENCIES)
 """Kinds whose status nothing reads (a Service's, an Ingress's load balancer, a Gateway's)."""
 
 
 def trimmed(obj: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
-    """What the operator keeps of an object: no managedFields; a RouteMonitor's own status
+    """What the operator keeps of an object: no managedFields or selfLink, no last-applied
+    configuration of the sources (Routes, Services...); a RouteMonitor's own status
     is kept (it is compared with what the operator wrote); statuses nothing reads are dropped.
     Kept compact: keys and short strings are interned, so that the same ``type``, ``status``,
     ``True``, ``Ready``... are one string for all objects, not one per object as JSON parsing
     leaves them (a RouteMonitor with its status: 7.6 -> 3.7 KiB; ~10 us per event)."""
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _META_UNREAD}
     out = {k: v for k, v in obj.items() if k != "metadata"}
     if kind in _STATUS_IGNORED:
         out.pop("status", None)
+    if kind != "routemonitor" and _LAST_APPLIED in (meta.get("annotations") or {}):
+        # a copy of the whole object (kubectl apply) that nothing reads; a RouteMonitor's
+        # annotations are kept whole (a replacement of a generated one keeps others' annotations)
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED}
     out["metadata"] = meta
     compact: dict[str, Any] = _compact(out)
     return compact
 
 
 def _compact(value: Any) -> Any:
-    """A copy of ``value`` (parsed JSON) with its keys and strings of up to 24 characters interned."""
+    """A copy of ``value`` (parsed JSON) with its keys and strings of up to 40 characters interned."""
     if isinstance(value, dict):
         return {_intern(k): _compact(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -55,7 +63,10 @@ def _compact(value: Any) -> Any:
     return value
 
 
-_SHORT = 24
+_SHORT = 40
+"""Up to uids (36) and the API versions and messages every monitor repeats (``probing and alerting
+rules applied``, ``monitoring.routemonitor.io/v1alpha1``); a uid is then one string for an
+object and the ownerReferences that name it."""
 _intern = sys.intern
 
 
