@@ -87,6 +87,12 @@ def allocators() -> dict[str, int]:
                 label = "pymalloc_arenas"
             if label is not None and label not in out:
                 out[label] = int(value.strip().replace(",", ""))
+    heap = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line[:1].isupper():
+            heap = line.rstrip().endswith("[heap]")
+        elif heap and line.startswith("Rss:"):
+            out["glibc_heap_resident"] = int(line.split()[1]) * 1024
     try:
         import ctypes
 
@@ -174,6 +180,22 @@ def take(pid: int, snapshots: Path, n: int, traced: bool) -> tuple[tracemalloc.S
     snap = tracemalloc.Snapshot.load(str(path))
     return snap.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__),
                                tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]), alloc
+
+
+def quiet(op: Any, seconds: float, limit: float = 300) -> None:
+    """Wait until the operator has made no API request for ``seconds`` (the status writes of the
+    first probe results are done, and the watch events they cause handled)."""
+    from benchmarks.operator_bench import _own_counters
+
+    deadline = time.monotonic() + limit
+    last, since = -1.0, time.monotonic()
+    while time.monotonic() < deadline:
+        made = sum(s.value for s in _own_counters(op))
+        if made != last:
+            last, since = made, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return
+        time.sleep(1)
 
 
 class PeakRss:
@@ -272,14 +294,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first = [f"r{i:05d}" for i in range(args.routes)]
         peak = PeakRss(op.proc.pid)
         create_routes(cluster, first, f"127.0.0.1:{target.port}", args.interval)
+        taken = 1
+        if args.mid is not None:  # what the burst holds while it is worked off
+            time.sleep(args.mid)
+            mid, _ = take(op.proc.pid, snapshots, taken, args.frames > 0)
+            taken += 1
+            if before is not None and mid is not None:
+                result["mid_burst"] = analyse(before, mid, args.routes, args.top)
         wait_until(lambda: all(n in rules.first for n in first), 600, "all PrometheusRules")
         wait_until(lambda: all(f"/{n}" in target.first for n in first), 180, "all first probes")
-        time.sleep(args.settle)
+        quiet(op, args.settle)
         rss[str(args.routes)] = round(rss_mib(op.proc.pid), 1)
         rss["peak"] = round(peak.stop(), 1)
         result["rss_mib"] = rss
         result["rss_kib_per_monitor"] = round((rss[str(args.routes)] - rss["idle"]) * 1024 / args.routes, 1)
-        after, alloc_after = take(op.proc.pid, snapshots, 1, args.frames > 0)
+        after, alloc_after = take(op.proc.pid, snapshots, taken, args.frames > 0)
         result["allocators_kib_per_monitor"] = {k: round((alloc_after[k] - alloc_before[k]) / 1024 / args.routes, 2)
                                                 for k in alloc_after if k in alloc_before}
         if before is not None and after is not None:
@@ -306,6 +335,11 @@ def render(result: dict[str, Any]) -> str:
         out.append("by traceback (innermost first):")
         for x in result["by_traceback"]:
             out.append(f"  {x['kib_per_monitor']:6.2f} {x['blocks_per_monitor']:6.2f}  " + " < ".join(x["frames"][:5]))
+    if "mid_burst" in result:
+        out.append(f"mid-burst heap over idle: {result['mid_burst']['heap_kib_per_monitor']} KiB per monitor")
+        out += [f"  {v:6.2f}  {k}" for k, v in result["mid_burst"]["by_component_kib_per_monitor"].items()]
+        out += [f"  {x['kib_per_monitor']:6.2f} {x['blocks_per_monitor']:6.2f}  {x['where']}"
+                for x in result["mid_burst"]["by_line"][:15]]
     return "\n".join(out)
 
 
@@ -317,8 +351,10 @@ def main() -> None:
     p.add_argument("--routes", type=int, default=1000)
     p.add_argument("--interval", default="10s")
     p.add_argument("--frames", type=int, default=8, help="tracemalloc frames per allocation (0: RSS only)")
-    p.add_argument("--settle", type=float, default=10.0, help="seconds before each snapshot")
+    p.add_argument("--settle", type=float, default=10.0,
+                   help="seconds idle before the first snapshot; without API requests before the last")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--mid", type=float, help="also a snapshot this many seconds after the creates returned")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/memory-per-monitor.json"))
     args = p.parse_args()
     result = run(args)
