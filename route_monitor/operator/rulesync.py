@@ -41,7 +41,7 @@ class RulesOutcome:
     retry: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Known:
     name: str
     uid: str

@@ -98,9 +98,9 @@ def _depends(kind: Kind, obj: Mapping[str, Any] | None) -> set[Ref]:
 @dataclass
 class World:
     objects: dict[Kind, dict[Key, dict[str, Any]]] = field(default_factory=lambda: {k: {} for k in KINDS})
-    _targeting: dict[Ref, set[Key]] = field(default_factory=dict)
+    _targeting: dict[Ref, tuple[Key, ...]] = field(default_factory=dict)
     """Reverse index: source object -> monitors whose target names it."""
-    _depending: dict[Ref, set[Ref]] = field(default_factory=dict)
+    _depending: dict[Ref, tuple[Ref, ...]] = field(default_factory=dict)
     """Reverse index: dependency (a Gateway) -> source objects whose resolution reads it."""
 
     @property
@@ -139,10 +139,11 @@ class World:
         for dep in _depends(kind, old) ^ _depends(kind, new):
             _reindex(self._depending, ref, dep if dep in _depends(kind, old) else None,
                      dep if dep in _depends(kind, new) else None)
-        touched = {ref} if kind in BY_KIND else self._depending.get(ref, set())
+        touched = (ref,) if kind in BY_KIND else self._depending.get(ref, ())
         keys: set[Key] = set()
         for src_kind, ns, name in touched:
-            keys |= {(ns, name)} | self._targeting.get((src_kind, ns, name), set())
+            keys.add((ns, name))
+            keys.update(self._targeting.get((src_kind, ns, name), ()))
         return keys
 
     def opted_in_keys(self) -> set[Key]:
@@ -151,14 +152,18 @@ class World:
                 if names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})}
 
 
-def _reindex(index: dict[Any, set[Any]], member: Any, old: Any, new: Any) -> None:
-    """Move ``member`` from ``index[old]`` to ``index[new]`` (None: not indexed)."""
+def _reindex(index: dict[Any, tuple[Any, ...]], member: Any, old: Any, new: Any) -> None:
+    """Move ``member`` from ``index[old]`` to ``index[new]`` (None: not indexed). Members are
+    tuples, not sets: nearly always one (a 1-tuple is 56 bytes, a set 216), rarely changed."""
     if old == new:
         return
     if old is not None:
-        members = index.get(old, set())
-        members.discard(member)
-        if not members:
+        members = tuple(m for m in index.get(old, ()) if m != member)
+        if members:
+            index[old] = members
+        else:
             index.pop(old, None)
     if new is not None:
-        index.setdefault(new, set()).add(member)
+        members = index.get(new, ())
+        if member not in members:
+            index[new] = (*members, member)
