@@ -109,34 +109,24 @@ def allocators() -> dict[str, int]:
     return out
 
 
-def referrers(places: list[str], samples: int = 3, depth: int = 4) -> str:
-    """What keeps objects allocated at ``places`` (``file:line`` suffixes) alive: for a few
-    objects of each, the types along one chain of referrers (a debugging aid, ``$MEMORY_REFERRERS``)."""
-    found: dict[str, list[object]] = {p: [] for p in places}
-    for obj in gc.get_objects():
-        tb = tracemalloc.get_object_traceback(obj)
-        if tb is None:
-            continue
-        where = f"{tb[-1].filename}:{tb[-1].lineno}"
-        for p in places:
-            if where.endswith(p) and len(found[p]) < samples:
-                found[p].append(obj)
-    out = []
-    for p, objs in found.items():
-        for obj in objs:
-            chain, cur = [f"{type(obj).__name__}"], obj
-            for _ in range(depth):
-                refs = [r for r in gc.get_referrers(cur) if r is not objs and r is not found and type(r).__name__ != "frame"]
-                if not refs:
-                    break
-                cur = refs[0]
-                desc = type(cur).__name__
-                if isinstance(cur, dict):
-                    desc += "{" + ",".join(str(k) for k in list(cur)[:6]) + "}"
-                tb = tracemalloc.get_object_traceback(cur)
-                chain.append(desc + (f" @{tb[-1].filename.rsplit('/', 2)[-1]}:{tb[-1].lineno}" if tb else ""))
-            out.append(f"{p}: " + " <- ".join(chain))
-    return "\n".join(out) + "\n"
+def referrers(places: list[str], samples: int = 5) -> str:
+    """What holds objects allocated at ``places`` (``file:line`` suffixes): the containers that
+    refer to them, by type and where they were allocated, counted (a debugging aid for
+    ``$MEMORY_REFERRERS``; objects frozen by ``gc.freeze`` are not searched)."""
+    held: dict[str, int] = {}
+    for holder in gc.get_objects():
+        for obj in gc.get_referents(holder):
+            tb = tracemalloc.get_object_traceback(obj)
+            if tb is None:
+                continue
+            where = f"{tb[-1].filename}:{tb[-1].lineno}"
+            for p in places:
+                if where.endswith(p):
+                    htb = tracemalloc.get_object_traceback(holder)
+                    hwhere = f"{htb[-1].filename.rsplit('/', 3)[-1]}:{htb[-1].lineno}" if htb else "?"
+                    desc = f"{p} {type(obj).__name__} <- {type(holder).__name__} @{hwhere}"
+                    held[desc] = held.get(desc, 0) + 1
+    return "".join(f"{n:7d}  {d}\n" for d, n in sorted(held.items(), key=lambda kv: -kv[1])[:40])
 
 
 def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
@@ -153,6 +143,13 @@ def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
         if frames > 0:
             tracemalloc.take_snapshot().dump(str(path) + ".pickle")
         (snapshots / f"alloc-{taken}.json").write_text(json.dumps(allocators()))
+        if os.environ.get("MEMORY_SAMPLE_WORLD"):  # one object of each kind as the world keeps it
+            import asyncio
+
+            task = next(t for t in asyncio.all_tasks(asyncio.get_running_loop()) if t.get_name() == "supervisor")
+            world = task.get_coro().cr_frame.f_locals["self"].world  # type: ignore[union-attr]
+            sample = {kind: next(iter(objs.values()), None) for kind, objs in world.objects.items()}
+            (snapshots / f"world-{taken}.json").write_text(json.dumps(sample, indent=1, default=str))
         if frames > 0 and os.environ.get("MEMORY_REFERRERS"):
             (snapshots / f"referrers-{taken}.txt").write_text(referrers(os.environ["MEMORY_REFERRERS"].split(",")))
         os.replace(str(path) + ".pickle" if frames > 0 else snapshots / f"alloc-{taken}.json", str(path) + ".done")
