@@ -112,9 +112,14 @@ def allocators() -> dict[str, int]:
 def referrers(places: list[str], samples: int = 5) -> str:
     """What holds objects allocated at ``places`` (``file:line`` suffixes): the containers that
     refer to them, by type and where they were allocated, counted (a debugging aid for
-    ``$MEMORY_REFERRERS``; objects frozen by ``gc.freeze`` are not searched)."""
+    ``$MEMORY_REFERRERS``)."""
     held: dict[str, int] = {}
-    for holder in gc.get_objects():
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()  # search what gc.freeze() hid too (then frozen again, with whatever is alive now)
+    everything = gc.get_objects()
+    if frozen:
+        gc.freeze()
+    for holder in everything:
         for obj in gc.get_referents(holder):
             tb = tracemalloc.get_object_traceback(obj)
             if tb is None:
