@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gc
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import tracemalloc
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.memory_child import SIGNAL
 
 COMPONENTS: tuple[tuple[str, str], ...] = (
     ("route_monitor/operator/world.py", "world"),
@@ -45,6 +44,9 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("route_monitor/operator/status.py", "reconciler"),
     ("route_monitor/operator/rulesync.py", "reconciler"),
     ("route_monitor/operator/supervisor.py", "supervisor"),
+    ("route_monitor/operator/workqueue.py", "supervisor"),
+    ("route_monitor/operator/rest.py", "API client"),
+    ("route_monitor/operator/transport.py", "API client"),
     ("route_monitor/operator/", "operator, other"),
     ("route_monitor/", "parsed spec, resolve"),
     ("alert_rules/", "alert_rules"),
@@ -55,118 +57,8 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("/prometheus_client/", "prometheus_client"),
     ("/asyncio/", "asyncio"),
 )
-SIGNAL = signal.SIGUSR1
 
 
-# --- the operator's side ------------------------------------------------------------------------
-def allocators() -> dict[str, int]:
-    """Where the process's memory sits: pymalloc's arenas (small objects) and glibc's heap (the
-    rest: objects over 512 bytes, C extensions' buffers), from ``sys._debugmallocstats`` and
-    ``mallinfo2``."""
-    out: dict[str, int] = {}
-    with tempfile.TemporaryFile("w+") as f:
-        saved = os.dup(2)
-        try:
-            os.dup2(f.fileno(), 2)
-            sys._debugmallocstats()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        f.seek(0)
-        for line in f:
-            cells = line.split()
-            if len(cells) == 5 and all(c.isdigit() for c in cells):  # class size pools used avail
-                out[f"size {int(cells[1]):3d}: free blocks"] = int(cells[1]) * int(cells[4])
-                continue
-            name, _, value = line.partition("=")
-            label = {"# bytes in allocated blocks": "pymalloc_used",
-                     "# bytes in available blocks": "pymalloc_free_blocks"}.get(name.strip())
-            if label is None and "unused pools *" in name:
-                label = "pymalloc_unused_pools"
-            if label is None and "bytes/arena" in name:
-                label = "pymalloc_arenas"
-            if label is not None and label not in out:
-                out[label] = int(value.strip().replace(",", ""))
-    heap = False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if not line[:1].isupper():
-            heap = line.rstrip().endswith("[heap]")
-        elif heap and line.startswith("Rss:"):
-            out["glibc_heap_resident"] = int(line.split()[1]) * 1024
-    try:
-        import ctypes
-
-        class Mallinfo2(ctypes.Structure):
-            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                        "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = Mallinfo2
-        mi = libc.mallinfo2()
-        out |= {"glibc_heap": mi.arena, "glibc_used": mi.uordblks, "glibc_free": mi.fordblks, "glibc_mmapped": mi.hblkhd}
-    except (OSError, AttributeError):
-        pass
-    return out
-
-
-def referrers(places: list[str], samples: int = 5) -> str:
-    """What holds objects allocated at ``places`` (``file:line`` suffixes): the containers that
-    refer to them, by type and where they were allocated, counted (a debugging aid for
-    ``$MEMORY_REFERRERS``)."""
-    held: dict[str, int] = {}
-    frozen = gc.get_freeze_count()
-    gc.unfreeze()  # search what gc.freeze() hid too (then frozen again, with whatever is alive now)
-    everything = gc.get_objects()
-    if frozen:
-        gc.freeze()
-    for holder in everything:
-        for obj in gc.get_referents(holder):
-            tb = tracemalloc.get_object_traceback(obj)
-            if tb is None:
-                continue
-            where = f"{tb[-1].filename}:{tb[-1].lineno}"
-            for p in places:
-                if where.endswith(p):
-                    htb = tracemalloc.get_object_traceback(holder)
-                    hwhere = f"{htb[-1].filename.rsplit('/', 3)[-1]}:{htb[-1].lineno}" if htb else "?"
-                    desc = f"{p} {type(obj).__name__} <- {type(holder).__name__} @{hwhere}"
-                    held[desc] = held.get(desc, 0) + 1
-    return "".join(f"{n:7d}  {d}\n" for d, n in sorted(held.items(), key=lambda kv: -kv[1])[:40])
-
-
-def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
-    """``route-monitor`` with tracemalloc on (unless ``frames`` is 0); on each SIGUSR1 a heap
-    snapshot (if tracing) and the allocators' figures are written to ``snapshots``."""
-    from route_monitor import cli
-
-    taken = 0
-
-    def snapshot(*_: Any) -> None:
-        nonlocal taken
-        gc.collect()
-        path = snapshots / f"snap-{taken}"
-        if frames > 0:
-            tracemalloc.take_snapshot().dump(str(path) + ".pickle")
-        (snapshots / f"alloc-{taken}.json").write_text(json.dumps(allocators()))
-        if os.environ.get("MEMORY_SAMPLE_WORLD"):  # one object of each kind as the world keeps it
-            import asyncio
-
-            task = next(t for t in asyncio.all_tasks(asyncio.get_running_loop()) if t.get_name() == "supervisor")
-            world = task.get_coro().cr_frame.f_locals["self"].world  # type: ignore[union-attr]
-            sample = {kind: next(iter(objs.values()), None) for kind, objs in world.objects.items()}
-            (snapshots / f"world-{taken}.json").write_text(json.dumps(sample, indent=1, default=str))
-        if frames > 0 and os.environ.get("MEMORY_REFERRERS"):
-            (snapshots / f"referrers-{taken}.txt").write_text(referrers(os.environ["MEMORY_REFERRERS"].split(",")))
-        os.replace(str(path) + ".pickle" if frames > 0 else snapshots / f"alloc-{taken}.json", str(path) + ".done")
-        taken += 1
-
-    if frames > 0:
-        tracemalloc.start(frames)
-    signal.signal(SIGNAL, snapshot)
-    return cli.main(list(argv))
-
-
-# --- the benchmark's side -----------------------------------------------------------------------
 def take(pid: int, snapshots: Path, n: int, traced: bool) -> tuple[tracemalloc.Snapshot | None, dict[str, int]]:
     os.kill(pid, SIGNAL)
     path = snapshots / f"snap-{n}.done"
@@ -207,11 +99,18 @@ class PeakRss:
         from benchmarks.operator_bench import rss_mib
 
         self.peak = 0.0
+        self.start = time.monotonic()
+        self.timeline: list[tuple[float, float]] = []
+        """(seconds since the creates began, RSS MiB), one a second."""
         self._stop = threading.Event()
 
         def sample() -> None:
             while not self._stop.wait(0.2):
-                self.peak = max(self.peak, rss_mib(pid))
+                rss = rss_mib(pid)
+                self.peak = max(self.peak, rss)
+                at = round(time.monotonic() - self.start)
+                if not self.timeline or self.timeline[-1][0] < at:
+                    self.timeline.append((at, round(rss, 1)))
 
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
@@ -277,8 +176,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             env = {**os.environ, "KUBECONFIG": str(self.cluster.operator_kubeconfig)}
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "benchmarks.memory_per_monitor", "--child", str(snapshots),
-                     "--frames", str(args.frames), "--", "operator", "--metrics-port", str(self.metrics_port),
+                    [sys.executable, "-m", "benchmarks.memory_child", str(snapshots), str(args.frames), "--",
+                     "operator", "--metrics-port", str(self.metrics_port),
                      "--health-port", str(self.health_port)],
                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
@@ -296,6 +195,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first = [f"r{i:05d}" for i in range(args.routes)]
         peak = PeakRss(op.proc.pid)
         create_routes(cluster, first, f"127.0.0.1:{target.port}", args.interval)
+        phases = {"created": round(time.monotonic() - peak.start, 1)}
         taken = 1
         if args.mid is not None:  # what the burst holds while it is worked off
             time.sleep(args.mid)
@@ -304,10 +204,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if before is not None and mid is not None:
                 result["mid_burst"] = analyse(before, mid, args.routes, args.top)
         wait_until(lambda: all(n in rules.first for n in first), 600, "all PrometheusRules")
+        phases["rules"] = round(time.monotonic() - peak.start, 1)
         wait_until(lambda: all(f"/{n}" in target.first for n in first), 180, "all first probes")
+        phases["probed"] = round(time.monotonic() - peak.start, 1)
         quiet(op, args.settle)
+        phases["quiet"] = round(time.monotonic() - peak.start, 1)
         rss[str(args.routes)] = round(rss_mib(op.proc.pid), 1)
         rss["peak"] = round(peak.stop(), 1)
+        result["rss_timeline"] = {"phases_seconds": phases, "mib_by_second": peak.timeline}
         result["rss_mib"] = rss
         result["rss_kib_per_monitor"] = round((rss[str(args.routes)] - rss["idle"]) * 1024 / args.routes, 1)
         after, alloc_after = take(op.proc.pid, snapshots, taken, args.frames > 0)
@@ -346,9 +250,6 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        sep = sys.argv.index("--")
-        sys.exit(child(Path(sys.argv[2]), int(sys.argv[4]), sys.argv[sep + 1:]))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--routes", type=int, default=1000)
     p.add_argument("--interval", default="10s")
