@@ -24,6 +24,7 @@ from route_monitor.demo_targets import Reply
 from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.resolve import ResolvedTarget
@@ -130,6 +131,33 @@ async def test_removal_stops_probing_within_a_second_and_removes_every_series(ru
     seen = len([r for r in run.results if r.key == ("shop", "gone")])
     await asyncio.sleep(0.5)
     assert len([r for r in run.results if r.key == ("shop", "gone")]) == seen == 0
+
+
+class _CrashesOnce(Prober):
+    """A prober with a bug that shows on its first probe only (a probe itself never raises)."""
+
+    crashed = False
+
+    async def probe(self, req: ProbeRequest) -> ProbeResult:
+        if not self.crashed:
+            self.crashed = True
+            raise RuntimeError("a bug")
+        return await super().probe(req)
+
+
+async def test_a_crash_in_a_probe_is_logged_and_the_monitor_goes_on_probing(
+        targets: Targets, caplog: pytest.LogCaptureFixture) -> None:
+    run = Run(targets, prober=_CrashesOnce(tls=TLSContexts(verify=targets.client_context())))
+    await run.engine.start()
+    try:
+        run.engine.set_monitor(*monitor("buggy", targets.http()))
+        await run.until(lambda: len(run.results) >= 2)
+        task = run.engine._workers[("shop", "buggy")].task
+        assert task is not None and not task.done(), "one task per monitor, still running"
+    finally:
+        await run.engine.close()
+    assert "probe worker shop/buggy crashed" in caplog.text and "RuntimeError: a bug" in caplog.text
+    assert run.value(names.PROBES_TOTAL, namespace="shop", monitor="buggy", result="success") == len(run.results)
 
 
 async def test_url_change_updates_target_info_and_keeps_counters(run: Run, targets: Targets) -> None:

@@ -181,30 +181,27 @@ class ProbeEngine:
 
     async def _run_once(self, worker: _Worker, tick: float) -> None:
         try:
-            await self._probe(worker, tick)
+            now = self._clock or asyncio.get_running_loop().time
+            async with self._semaphore:
+                self.metrics.schedule_lag.observe(max(0.0, now() - tick))
+                self.metrics.in_flight += 1
+                try:
+                    result = await self.prober.probe(worker.request)
+                finally:
+                    self.metrics.in_flight -= 1
+            why = worker.gate.decide(result.timestamp, result.success)
+            if why is None:
+                worker.series.record(result)
+                worker.series.maintenance = 0
+            else:
+                worker.series.record_excluded(result, why)
+                worker.series.maintenance = int(why is not Exclusion.WARMUP)
+                result = dataclasses.replace(result, excluded=why)
+            if self._on_result is not None:
+                try:
+                    self._on_result(result)
+                except Exception:
+                    log.exception("on_result callback failed for %s/%s", *worker.spec.key)
         except Exception:  # a bug, never a probe's failure: log it, and go on at the next tick
             log.exception("probe worker %s/%s crashed; going on in %.1fs", *worker.spec.key, _CRASH_BACKOFF)
             await asyncio.sleep(_CRASH_BACKOFF)
-
-    async def _probe(self, worker: _Worker, tick: float) -> None:
-        now = self._clock or asyncio.get_running_loop().time
-        async with self._semaphore:
-            self.metrics.schedule_lag.observe(max(0.0, now() - tick))
-            self.metrics.in_flight += 1
-            try:
-                result = await self.prober.probe(worker.request)
-            finally:
-                self.metrics.in_flight -= 1
-        why = worker.gate.decide(result.timestamp, result.success)
-        if why is None:
-            worker.series.record(result)
-            worker.series.maintenance = 0
-        else:
-            worker.series.record_excluded(result, why)
-            worker.series.maintenance = int(why is not Exclusion.WARMUP)
-            result = dataclasses.replace(result, excluded=why)
-        if self._on_result is not None:
-            try:
-                self._on_result(result)
-            except Exception:
-                log.exception("on_result callback failed for %s/%s", *worker.spec.key)
