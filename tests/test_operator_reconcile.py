@@ -202,6 +202,27 @@ def test_per_probe_outcome_matches_what_the_status_records(result: ProbeResult |
     assert status.result_outcome(result) == status.outcome(status.last_probe(result))
 
 
+async def test_the_status_written_is_not_kept_when_the_watch_brings_it_back_before_the_patch_answers() -> None:
+    """The operator's own RouteMonitor watch can deliver the patched status before the patch's
+    answer is read: no second copy is kept then either, and nothing is written again."""
+    rec, kube, _, clock, _ = setup()
+    patch = kube.patch_status
+
+    async def patch_then_event_first(namespace: str, name: str, status: Any) -> None:
+        await patch(namespace, name, status)
+        rec.world.observe("routemonitor", "MODIFIED", {**rec.world.monitors[KEY], "status": status})
+        rec.status_seen(KEY)
+
+    kube.patch_status = patch_then_event_first  # type: ignore[method-assign]
+    rec.results[KEY] = probe(True, 1000.0)
+    await rec.reconcile(KEY)
+    assert kube.names().count("status") == 1
+    assert KEY not in rec.status.written
+    clock.now = 1030.0
+    await rec.reconcile(KEY)
+    assert kube.names().count("status") == 1
+
+
 async def test_a_taken_over_monitor_is_probed_before_its_reconcile_and_a_lost_one_stops_at_once() -> None:
     """Replicas: start_probing needs no API call (the reconcile's writes come later, in the queue);
     release stops probing and keeps nothing of the status written, but what is known of the rule."""

@@ -110,9 +110,13 @@ class StatusWriter:
             if status_code(e) == 404:
                 return  # deleted meanwhile; its DELETED event follows
             raise
-        self.written[key] = new
         self._written_at[key] = now
         _log_ready_transition(key, written, new)
+        seen = self.world.monitors.get(key)
+        if seen is None or status.significant(seen.get("status")) != status.significant(new):
+            self.written[key] = new
+        else:  # the watch brought it back before the patch's answer came: the world's copy is the one
+            self.written.pop(key, None)
 
     async def warn_not_ready(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
         """A Warning event on the RouteMonitor when it is not Ready, once per reason and message
