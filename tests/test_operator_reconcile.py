@@ -211,7 +211,7 @@ async def test_the_status_written_is_not_kept_when_the_watch_brings_it_back_befo
     async def patch_then_event_first(namespace: str, name: str, status: Any) -> None:
         await patch(namespace, name, status)
         rec.world.observe("routemonitor", "MODIFIED", {**rec.world.monitors[KEY], "status": status})
-        rec.status_seen(KEY)
+        rec.status.seen(KEY)
 
     kube.patch_status = patch_then_event_first  # type: ignore[method-assign]
     rec.results[KEY] = probe(True, 1000.0)
