@@ -104,3 +104,38 @@ def test_a_refused_watch_is_tried_again_and_never_ends(cluster: Cluster, tmp_pat
     assert seen == [] and len(tries) >= 3, [r.getMessage() for r in caplog.records]
     assert [r.levelname for r in tries][:2] == ["WARNING", "DEBUG"], "one warning per streak of failures"
     assert "401" in tries[0].getMessage() or "Unauthorized" in tries[0].getMessage()
+
+
+def test_a_monitor_known_only_after_the_list_was_asked_for_is_not_taken_for_deleted(cluster: Cluster) -> None:
+    """The operator's own reconcile may create a monitor (and know it) while a list is in flight
+    whose snapshot predates it: only what was known before the list and is not in it is deleted."""
+    ns = "mwatch-race"
+    admin_client(cluster).create(Namespace.from_dict({"metadata": {"name": ns}}))
+    asked = {"list": False}
+
+    def knowing() -> list[tuple[str, str]]:  # "made-meanwhile" is learnt once the list is on its way
+        return [(ns, "old"), *([(ns, "made-meanwhile")] if asked["list"] else [])]
+
+    async def go() -> list[Event]:
+        config = KubeConfig.from_file(cluster.admin_kubeconfig)
+        pool = transport.for_config(config)
+        assert pool is not None
+        direct = rest.for_config(config, pool.session, pool.watch_session)
+        assert direct is not None
+        get = direct.get
+
+        async def listing(where: str, query: Any) -> Any:
+            asked["list"] = True
+            return await get(where, query)
+
+        direct.get = listing  # type: ignore[method-assign]
+        seen: list[Event] = []
+        watch = MonitorWatch(direct, (ns,), observe=lambda kind, event, obj: seen.append(
+            (event, obj["metadata"]["name"], None)), known=knowing)
+        try:
+            await watch._relist(ns)
+        finally:
+            await pool.aclose()
+        return seen
+
+    assert asyncio.run(go()) == [("DELETED", "old", None)]

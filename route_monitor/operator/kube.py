@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -21,7 +21,6 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Service
 from lightkube.resources.networking_v1 import Ingress
 from lightkube.types import CascadeType, PatchType
@@ -29,6 +28,7 @@ from lightkube.types import CascadeType, PatchType
 from alert_rules import names
 from route_monitor import sources
 from route_monitor.operator.apierrors import status_code
+from route_monitor.operator.leaseapi import LeaseRequests
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.rest import Rest, path
 
@@ -70,7 +70,7 @@ def requests_made() -> int:
     return _REQUESTS.get()
 
 
-class KubeWriter:
+class KubeWriter(LeaseRequests):
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
     def __init__(self, client: AsyncClient, metrics: OperatorMetrics, *, instance: str | None = None,
@@ -197,42 +197,6 @@ class KubeWriter:
         except ApiError as e:
             if status_code(e) != 404:
                 raise
-
-    # --- Leases of the replicas (Contract 6), in the operator's own namespace ---------------------
-    async def create_lease(self, lease: Mapping[str, Any]) -> dict[str, Any]:
-        self._count("create", "leases")
-        obj: Any = Lease.from_dict(dict(lease))
-        return dict((await self._client.create(obj)).to_dict())
-
-    async def patch_lease(self, namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-        self._count("patch", "leases")
-        if self._rest is not None:
-            return await self._rest.merge_patch(path("coordination.k8s.io", "v1", "leases", namespace, name),
-                                                {"spec": dict(spec)})
-        patched = await self._client.patch(Lease, name, {"spec": dict(spec)}, namespace=namespace,
-                                           patch_type=PatchType.MERGE, field_manager=names.FIELD_MANAGER)
-        return dict(patched.to_dict())
-
-    async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
-        await self._delete(Lease, "leases", namespace, name, uid)
-
-    async def list_leases(self, namespace: str, labels: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
-        """The Leases matching ``labels`` and the resourceVersion to watch from."""
-        self._count("list", "leases")
-        selector: dict[str, Any] = dict(labels)
-        listing = self._client.list(Lease, namespace=namespace, labels=selector)
-        items = [dict(o.to_dict()) async for o in listing]
-        return items, listing.resourceVersion
-
-    async def watch_leases(self, namespace: str, labels: Mapping[str, str],
-                           resource_version: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Changes to the Leases matching ``labels`` after ``resource_version``; raises when the
-        watch breaks (the caller lists again)."""
-        self._count("watch", "leases")
-        selector: dict[str, Any] = dict(labels)
-        async for event, obj in self._client.watch(Lease, namespace=namespace, labels=selector,
-                                                   resource_version=resource_version):
-            yield event, dict(obj.to_dict())
 
     async def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self._count("patch", names.PLURAL + "/status")

@@ -92,6 +92,9 @@ class MonitorWatch:
     async def _relist(self, namespace: str | None) -> str:
         """Every RouteMonitor in scope, observed; those known but no longer listed, observed as
         deleted. Returns the list's resourceVersion."""
+        # known before the list was asked for: a monitor created meanwhile (by this operator's own
+        # reconcile, say) is not in an older snapshot, and must not be taken for a deleted one
+        before = [k for k in self._known() if namespace is None or k[0] == namespace]
         listed: set[Key] = set()
         query: dict[str, str] = {"limit": PAGE}
         while True:
@@ -107,7 +110,7 @@ class MonitorWatch:
             if not meta.get("continue"):
                 break
             query = {"limit": PAGE, "continue": meta["continue"]}
-        for key in [k for k in self._known() if (namespace is None or k[0] == namespace) and k not in listed]:
+        for key in [k for k in before if k not in listed]:
             self._observe(KIND, "DELETED", {"metadata": {"namespace": key[0], "name": key[1]}})
         return str(meta.get("resourceVersion") or "")
 

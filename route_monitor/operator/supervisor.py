@@ -16,24 +16,21 @@ unapplied for up to 60 s after the API recovered: ``tests/test_chaos_apiserver.p
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from route_monitor import sources
 from route_monitor.logs import monitor_extra
-from route_monitor.operator import status
+from route_monitor.operator import priming, status
 from route_monitor.operator.apierrors import status_code, unreachable
 from route_monitor.operator.kube import KubeWriter, requests_made
 from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.patience import until_answered
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
 from route_monitor.operator.trim import HeapTrimmer
 from route_monitor.operator.workqueue import WorkQueue
-from route_monitor.operator.world import KINDS, Key, Kind, World, key_of
+from route_monitor.operator.world import Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
 
 log = logging.getLogger(__name__)
@@ -57,19 +54,6 @@ def error_reason(error: BaseException) -> str:
     if unreachable(error):
         return "api_unavailable"
     return "other"
-
-
-def _not_served(kind: Kind) -> str:
-    """What it means that this cluster does not serve ``kind``'s API (no Routes outside OpenShift...)."""
-    if kind in sources.BY_KIND:
-        source = sources.BY_KIND[kind]
-        return (f"{source.kind_name} ({source.api_version}) is not served by this cluster: {source.kind_name}s are "
-                f"not monitored and {source.kind_name} targets cannot resolve")
-    if kind in sources.DEPENDENCIES:
-        api_version, kind_name, _ = sources.DEPENDENCIES[kind]
-        readers = ", ".join(s.kind_name for s in sources.SOURCES if kind in s.reads)
-        return f"{kind_name} ({api_version}) is not served by this cluster: {readers} targets cannot resolve"
-    return f"the {kind} API is not served by this cluster"
 
 
 class Supervisor:
@@ -104,18 +88,7 @@ class Supervisor:
         """Fill the world from one list of each kind before any reconcile, so that a restart
         sees Routes and RouteMonitors together (no transient "Route not found" status, no
         needless writes). kopf's own initial listing then changes nothing."""
-        namespaces = self.settings.namespaces
-        for kind in KINDS:
-            items = await until_answered(f"listing {kind}", functools.partial(self._kube.list_all, kind, namespaces))
-            if items is None:
-                log.warning("%s: logged once; restart the operator after installing its CRD", _not_served(kind))
-                continue
-            for obj in items:
-                self.observe(kind, None, obj)
-        rules = await until_answered("listing route-monitor's PrometheusRules",
-                                     lambda: self._kube.list_our_rules(namespaces))
-        if rules is not None:
-            self.reconciler.rules.seed(rules)
+        await priming.load(self._kube, self.settings.namespaces, observe=self.observe, seed=self.reconciler.rules.seed)
         log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
 
     def membership_changed(self, before: Shard, after: Shard) -> None:

@@ -1,0 +1,46 @@
+"""The operator's first view of the cluster: one list of each kind it watches (and of its own
+PrometheusRules) before any reconcile, each list tried again until the API answers
+(:mod:`~route_monitor.operator.patience`). A kind this cluster does not serve is said once."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from route_monitor import sources
+from route_monitor.operator.kube import KubeWriter
+from route_monitor.operator.patience import until_answered
+from route_monitor.operator.world import KINDS, Kind
+
+log = logging.getLogger("route_monitor.operator.supervisor")
+
+
+async def load(kube: KubeWriter, namespaces: tuple[str, ...], *, observe: Callable[[Kind, str | None, Any], None],
+               seed: Callable[[list[dict[str, Any]]], None]) -> None:
+    """``observe`` every object of every watched kind in ``namespaces`` (all when empty); ``seed``
+    the rule cache with route-monitor's PrometheusRules."""
+    for kind in KINDS:
+        items = await until_answered(f"listing {kind}", functools.partial(kube.list_all, kind, namespaces))
+        if items is None:
+            log.warning("%s: logged once; restart the operator after installing its CRD", _not_served(kind))
+            continue
+        for obj in items:
+            observe(kind, None, obj)
+    rules = await until_answered("listing route-monitor's PrometheusRules", lambda: kube.list_our_rules(namespaces))
+    if rules is not None:
+        seed(rules)
+
+
+def _not_served(kind: Kind) -> str:
+    """What it means that this cluster does not serve ``kind``'s API (no Routes outside OpenShift...)."""
+    if kind in sources.BY_KIND:
+        source = sources.BY_KIND[kind]
+        return (f"{source.kind_name} ({source.api_version}) is not served by this cluster: {source.kind_name}s are "
+                f"not monitored and {source.kind_name} targets cannot resolve")
+    if kind in sources.DEPENDENCIES:
+        api_version, kind_name, _ = sources.DEPENDENCIES[kind]
+        readers = ", ".join(s.kind_name for s in sources.SOURCES if kind in s.reads)
+        return f"{kind_name} ({api_version}) is not served by this cluster: {readers} targets cannot resolve"
+    return f"the {kind} API is not served by this cluster"
