@@ -94,16 +94,7 @@ class Rest:
         return headers
 
     async def get(self, where: str, query: Mapping[str, str]) -> dict[str, Any]:
-        url = self._server + where + "?" + urlencode(query)
-        with mapped_errors("GET", url):
-            async with self._session().get(url, headers=self._headers(), timeout=_TIMEOUT,
-                                           allow_redirects=False) as response:
-                content = await response.read()
-                status, answer_headers = response.status, list(response.raw_headers)
-        if status >= 400:
-            _raise("GET", url, status, answer_headers, content)
-        answer: dict[str, Any] = _DECODE(content)
-        return answer
+        return await self._request("GET", self._server + where + "?" + urlencode(query), None, self._headers())
 
     async def watch(self, where: str, query: Mapping[str, str], read_timeout: float) -> AsyncIterator[dict[str, Any]]:
         """The events of a watch (``{"type": ..., "object": ...}``), as the API server streams them,
@@ -134,9 +125,11 @@ class Rest:
         return await self._send("PATCH", item, body, MERGE_PATCH)
 
     async def _send(self, method: str, where: str, body: Mapping[str, Any], content_type: str) -> dict[str, Any]:
-        url = self._server + where + self._query
-        headers = self._headers(content_type)
-        data = _ENCODE(body)
+        return await self._request(method, self._server + where + self._query, _ENCODE(body),
+                                   self._headers(content_type))
+
+    async def _request(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, Any]:
+        """One request on the short-request pool; its JSON answer, or the error lightkube raises."""
         with mapped_errors(method, url):
             async with self._session().request(method, url, data=data, headers=headers, timeout=_TIMEOUT,
                                                allow_redirects=False) as response:
