@@ -263,6 +263,8 @@ async def test_a_first_result_alone_is_written_with_the_held_status_without_pars
     rec, kube, _, clock, _ = setup()
     await rec.reconcile(KEY)
     assert kube.names() == ["apply_rule"] and rec.status.held(KEY) is not None
+    cancelled: list[object] = []
+    monkeypatch.setattr(rec.status, "_unschedule", cancelled.append)
     parses: list[object] = []
     real = reconcile_module.parse_routemonitor
     monkeypatch.setattr(reconcile_module, "parse_routemonitor", lambda body: parses.append(body) or real(body))
@@ -272,6 +274,6 @@ async def test_a_first_result_alone_is_written_with_the_held_status_without_pars
     assert parses == [] and kube.names() == ["apply_rule", "status"]
     written = kube.calls[1][1]
     assert (written["lastProbe"]["result"], written["lastProbe"]["reason"]) == ("failure", "http_status")
-    assert rec.status.held(KEY) is None
+    assert rec.status.held(KEY) is None and cancelled == [KEY], "the held status's deadline timer is cancelled"
     await rec.reconcile(KEY, result_only=True)  # nothing held any more: a whole reconcile
     assert len(parses) == 1 and kube.names() == ["apply_rule", "status"]

@@ -59,7 +59,7 @@ class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
                  clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
-                 member: str | None = None) -> None:
+                 member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
@@ -68,7 +68,7 @@ class Reconciler:
         """Monitors probed with a valid spec: an invalid edit keeps them probing with it."""
         self.rules = RuleSync(kube)
         self.status = StatusWriter(world=world, settings=settings, kube=kube, metrics=metrics, results=self.results,
-                                   schedule=schedule, clock=clock)
+                                   schedule=schedule, unschedule=unschedule, clock=clock)
         self._rule_input: dict[Key, int] = {}
         """Hash of (spec, monitor uid) each monitor's rule was last synced from: an unchanged spec
         skips rendering the PrometheusRule (~0.4 ms) on every later reconcile."""

@@ -67,9 +67,9 @@ class TokenBucket:
 class StatusWriter:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, metrics: OperatorMetrics,
                  results: Mapping[Key, ProbeResult], schedule: Callable[[Key, float], None],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], unschedule: Callable[[Key], None] = lambda _: None) -> None:
         self.world, self.settings, self.kube, self.metrics = world, settings, kube, metrics
-        self._results, self._schedule, self._clock = results, schedule, clock
+        self._results, self._schedule, self._unschedule, self._clock = results, schedule, unschedule, clock
         self.written: dict[Key, dict[str, Any]] = {}
         self._written_at: dict[Key, float] = {}
         self._first_wait: dict[Key, float] = {}
@@ -99,7 +99,8 @@ class StatusWriter:
         if self._await_first_result(key, written, obs, now):
             return
         self._first_wait.pop(key, None)
-        self._held.pop(key, None)
+        if self._held.pop(key, None) is not None:
+            self._unschedule(key)  # the held first status is being written: its deadline is moot
         new = status.build(obs, written, now, self._probe_to_write(key, written, now))
         if status.significant(new) == status.significant(written):
             return
@@ -112,11 +113,8 @@ class StatusWriter:
             raise
         self._written_at[key] = now
         _log_ready_transition(key, written, new)
-        seen = self.world.monitors.get(key)
-        if seen is None or status.significant(seen.get("status")) != status.significant(new):
-            self.written[key] = new
-        else:  # the watch brought it back before the patch's answer came: the world's copy is the one
-            self.written.pop(key, None)
+        self.written[key] = new
+        self.seen(key)  # the watch may have brought it back before the patch's answer came
 
     async def warn_not_ready(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
         """A Warning event on the RouteMonitor when it is not Ready, once per reason and message

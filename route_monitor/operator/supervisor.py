@@ -65,10 +65,10 @@ class Supervisor:
         self._kube = kube
         self.shard = Shard(member or "", frozenset({member or ""}))
         """This replica and the live members; alone, it owns every monitor."""
-        self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
-                                     metrics=metrics, schedule=self.enqueue_later,
-                                     owns=lambda key: self.shard.owns(key), member=member)
         self.queue = WorkQueue()
+        self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
+                                     metrics=metrics, schedule=self.queue.later, unschedule=self.queue.cancel_timer,
+                                     owns=lambda key: self.shard.owns(key), member=member)
         self._failures: dict[Key, int] = {}
         self._trimmer = HeapTrimmer()
         self._waiting_api: set[Key] = set()
@@ -169,12 +169,9 @@ class Supervisor:
     async def _worker(self) -> None:
         while True:
             key, result_only = await self.queue.take()
-            held = result_only and self.reconciler.status.held(key) is not None
             try:
                 asked = requests_made()
                 await self.reconciler.reconcile(key, result_only=result_only)
-                if held and self.reconciler.status.held(key) is None:
-                    self.queue.cancel_timer(key)  # the first status is written: its deadline is moot
                 self._succeeded(key, answered=requests_made() > asked)
             except asyncio.CancelledError:
                 raise
