@@ -17,7 +17,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -93,7 +93,8 @@ class ProbeEngine:
         self._workers: dict[tuple[str, str], _Worker] = {}
         self._started = False
         self._lag_task: asyncio.Task[None] | None = None
-        self._shared: tuple[Callable[[_Worker, float], Awaitable[None]], Callable[[int], None]] | None = None
+        self._run_bound, self._on_skip = self._run_once, metrics.skipped.inc
+        """Bound once, not per worker (each worker's task holds them)."""
 
     async def start(self) -> None:
         self._started = True
@@ -171,11 +172,8 @@ class ProbeEngine:
     def _launch(self, worker: _Worker) -> None:
         """One task per monitor, running the schedule itself: no guard coroutine or closures per
         idle worker (~0.6 KiB each); :meth:`_run_once` keeps a failing probe from ending it."""
-        if self._shared is None:  # bound methods made once, not per worker
-            self._shared = (self._run_once, self.metrics.skipped.inc)
-        run_once, on_skip = self._shared
         worker.task = asyncio.create_task(run_schedule(
-            worker.schedule, functools.partial(run_once, worker), on_skip=on_skip,
+            worker.schedule, functools.partial(self._run_bound, worker), on_skip=self._on_skip,
             clock=self._clock, first_within=self._first_within),
             name=f"probe worker {worker.spec.namespace}/{worker.spec.name}")
 
