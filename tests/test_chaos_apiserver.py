@@ -168,19 +168,26 @@ def test_watches_cut_and_every_request_500_for_60s(rig: Rig) -> None:
     through_fault(rig, (cut_and_fail, 60))
 
 
+def _late_operator(rig: Rig, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory,
+                   ns: str) -> tuple[FaultProxy, Operator]:
+    """A namespace with one annotated Route, and an operator for it (not started) that reaches the
+    API through a fault proxy of its own, for tests of what happens at start."""
+    workdir = tmp_path_factory.mktemp(ns)
+    rig.kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+    rig.kube.create(route(ns, "web", rig.target.host, annotations()))
+    api = urlsplit(cluster.server)
+    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
+    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
+    return proxy, Operator(cluster, workdir / "op.log", ("--namespace", ns), kubeconfig=kubeconfig)
+
+
 def test_started_while_the_api_fails_waits_and_then_runs(rig: Rig, cluster: Cluster,
                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     """An operator started while the API answers 500 (an apiserver restarting, a rollout during a
     control-plane upgrade) neither exits nor reports ready; it says why in its log, and once the
     API answers it loads, probes and converges like any start."""
     ns = "chaos-api-start"
-    workdir = tmp_path_factory.mktemp("chaos-api-start")
-    rig.kube.create(Namespace(metadata=ObjectMeta(name=ns)))
-    rig.kube.create(route(ns, "late", rig.target.host, annotations()))
-    api = urlsplit(cluster.server)
-    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
-    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
-    op = Operator(cluster, workdir / "op.log", ("--namespace", ns), kubeconfig=kubeconfig)
+    proxy, op = _late_operator(rig, cluster, tmp_path_factory, ns)
     proxy.refuse(500)
     op.spawn()
     try:
@@ -204,13 +211,7 @@ def test_started_while_nothing_listens_for_the_api_waits_and_then_runs(rig: Rig,
     """An apiserver not started yet or not reachable (connection refused) at the operator's start:
     the same patience as for error answers, one warning line per try, then a normal start."""
     ns = "chaos-api-unreachable"
-    workdir = tmp_path_factory.mktemp("chaos-api-unreachable")
-    rig.kube.create(Namespace(metadata=ObjectMeta(name=ns)))
-    rig.kube.create(route(ns, "early", rig.target.host, annotations()))
-    api = urlsplit(cluster.server)
-    proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
-    kubeconfig = proxy.kubeconfig(workdir / "proxied.kubeconfig", OPERATOR_TOKEN, OPERATOR_USER)
-    op = Operator(cluster, workdir / "op.log", ("--namespace", ns), kubeconfig=kubeconfig)
+    proxy, op = _late_operator(rig, cluster, tmp_path_factory, ns)
     proxy.unplug()
     op.spawn()
     try:
