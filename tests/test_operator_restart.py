@@ -136,8 +136,11 @@ def test_api_server_restart_mid_run_recovers(cluster: Cluster, kube: Client, wor
         # acted on after the restart: a new annotated Route, and a host change of the old one
         kube.create(route(ns, "late", targets[1].host, annotations()))
         kube.patch(Route, "steady", {"spec": {"host": targets[2].host}}, namespace=ns, patch_type=PatchType.MERGE)
-        wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("late"), ns) is not None, timeout=60,
-                 what="a Route annotated after the API server restart to be acted on")
+        try:
+            wait_for(lambda: get(kube, PrometheusRule, names.prometheus_rule_name("late"), ns) is not None, timeout=60,
+                     what="a Route annotated after the API server restart to be acted on")
+        except TimeoutError as e:
+            raise AssertionError(f"{e}\n{op.log(200)}") from None
         wait_for(lambda: targets[1].count() >= 1 and targets[2].count() >= 1, timeout=20,
                  what="the new Route and the changed host to be probed")
         assert op.proc is not None and op.proc.poll() is None, "the operator died"

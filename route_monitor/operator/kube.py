@@ -126,6 +126,19 @@ class KubeWriter(LeaseRequests):
         replaced = await self._client.replace(obj)
         return dict(replaced.to_dict())
 
+    async def get_monitor(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The RouteMonitor at ``name`` as the API server has it now, or None."""
+        self._count("get", names.PLURAL)
+        try:
+            if self._rest is not None:
+                return await self._rest.get(path(names.GROUP, names.VERSION, names.PLURAL, namespace, name), {})
+            obj = await self._client.get(RouteMonitor, name, namespace=namespace)
+        except ApiError as e:
+            if status_code(e) == 404:
+                return None
+            raise
+        return dict(obj.to_dict())  # type: ignore[no-untyped-call]
+
     async def delete_monitor(self, namespace: str, name: str, uid: str) -> None:
         """Delete a generated RouteMonitor (its PrometheusRule follows by garbage collection)."""
         await self._delete(RouteMonitor, names.PLURAL, namespace, name, uid)

@@ -130,6 +130,26 @@ class Reconciler:
             self._valid.add(key)
 
     async def _generated(self, key: Key) -> None:
+        """Apply or delete the generated RouteMonitor at ``key`` as its source says. Refused because
+        the monitor changed since the world saw it (409: a status written while the watch lagged or
+        was down, a retried write that had gone through, someone else's): read it afresh and plan
+        again, once, instead of waiting for a watch event that may not come or change nothing."""
+        for fresh in (False, True):
+            try:
+                await self._apply_generated(key)
+                return
+            except Exception as e:
+                if status_code(e) != 409:
+                    raise
+                if fresh:
+                    raise RetryLater(f"RouteMonitor {key[0]}/{key[1]} changed again while being updated; "
+                                     "trying again") from None
+            current = await self.kube.get_monitor(*key)
+            self.world.observe("routemonitor", "MODIFIED" if current else "DELETED",
+                               current or {"metadata": {"namespace": key[0], "name": key[1]}})
+            self.status.seen(key)
+
+    async def _apply_generated(self, key: Key) -> None:
         decision = plan.plan_generated(self.world, key)
         active = set(decision.warnings)
         for w in active - self._warned.get(key, set()):
@@ -142,18 +162,12 @@ class Reconciler:
         existing = self.world.monitors.get(key)
         if decision.action == "apply" and decision.manifest is not None:
             log.info("applying generated RouteMonitor %s/%s", *key)
-            try:
-                if existing is None:  # a create never overwrites: 409 if anything holds the name
-                    applied = await self.kube.create_monitor(decision.manifest)
-                else:  # ours (plan checked): replaces only that very object, at the version seen
-                    body = ownership.replacement(existing, decision.manifest)
-                    applied = await self.kube.replace_monitor(body, ownership.uid_of(existing),
-                                                              ownership.version_of(existing))
-            except Exception as e:
-                if status_code(e) != 409:
-                    raise
-                raise RetryLater(f"RouteMonitor {key[0]}/{key[1]} appeared or changed meanwhile; "
-                                 "its watch event decides what to do") from None
+            if existing is None:  # a create never overwrites: 409 if anything holds the name
+                applied = await self.kube.create_monitor(decision.manifest)
+            else:  # ours (plan checked): replaces only that very object, at the version seen
+                body = ownership.replacement(existing, decision.manifest)
+                applied = await self.kube.replace_monitor(body, ownership.uid_of(existing),
+                                                          ownership.version_of(existing))
             # go on with the monitor at once; its watch event will find nothing new
             self.world.observe("routemonitor", "MODIFIED", applied)
         elif decision.action == "delete" and existing is not None:

@@ -195,6 +195,7 @@ class Supervisor:
         waiting, self._waiting_api = self._waiting_api, set()
         log.info("the Kubernetes API answers again: reconciling the %d monitors waiting on it now", len(waiting))
         for other in sorted(waiting):
+            self._failures.pop(other, None)  # a failure after the outage backs off from the start
             self.queue.now(other)
 
     def _arm_scout(self) -> None:
@@ -207,9 +208,11 @@ class Supervisor:
             self.queue.now(min(self._waiting_api))
 
     def _failed(self, key: Key, error: Exception) -> None:
+        reason = error_reason(error)
+        if reason not in _API_DOWN and key in self._waiting_api:
+            self._failures.pop(key, None)  # the API answers: its outage's backoff is not this error's
         n = self._failures[key] = self._failures.get(key, 0) + 1
         delay = self.settings.retry_backoff[min(n, len(self.settings.retry_backoff)) - 1]
-        reason = error_reason(error)
         if reason in _API_DOWN:
             self._waiting_api.add(key)
             self._arm_scout()

@@ -1,0 +1,92 @@
+"""A generated RouteMonitor the world saw at an older version than the API server has (issue 16's
+CI failure: a status written while the operator's RouteMonitor watch was down, then an annotation
+change refused with 409 and left for a minute's backoff): the reconciler reads the monitor afresh
+and applies the change in the same reconcile, against the real apiserver, through the direct
+path and lightkube's.
+
+The world is fed by hand here (no watch), so the watch event that would make the world current
+never comes: what the reconcile does without it is what is under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from lightkube import AsyncClient, Client, KubeConfig
+from lightkube.resources.core_v1 import Namespace
+from lightkube.types import PatchType
+from prometheus_client import CollectorRegistry
+
+from alert_rules import names
+from route_monitor.operator import rest, transport
+from route_monitor.operator.kube import KubeWriter, Route, RouteMonitor
+from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.operator.reconcile import Reconciler
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.world import World
+from tests.support.cluster import Cluster
+from tests.support.operator import admin_client, annotations, route
+
+pytestmark = pytest.mark.cluster
+
+
+class Engine:
+    """The probe engine's two calls, recorded (probing is not what is under test here)."""
+
+    def __init__(self) -> None:
+        self.monitors: dict[tuple[str, str], str] = {}
+
+    def set_monitor(self, spec: Any, target: Any) -> None:
+        self.monitors[spec.key] = target.url
+
+    def remove_monitor(self, key: tuple[str, str]) -> None:
+        self.monitors.pop(key, None)
+
+
+def _observe_route(world: World, admin: Client, ns: str, name: str) -> None:
+    world.observe("route", "MODIFIED", admin.get(Route, name, namespace=ns).to_dict())  # type: ignore[no-untyped-call]
+
+
+def _objective(admin: Client, ns: str, name: str) -> str:
+    stored = admin.get(RouteMonitor, name, namespace=ns).to_dict()  # type: ignore[no-untyped-call]
+    return str(stored["spec"]["slo"]["availability"])
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "lightkube"])
+def test_a_changed_annotation_is_applied_at_once_though_the_world_holds_an_older_monitor(
+        cluster: Cluster, direct: bool) -> None:
+    ns = f"conflict-{'direct' if direct else 'lightkube'}"
+    admin = admin_client(cluster)
+    admin.create(Namespace.from_dict({"metadata": {"name": ns}}))
+    admin.create(route(ns, "web", "web.example.com", annotations(slo="99.9")))
+
+    async def go() -> int:
+        config = KubeConfig.from_file(cluster.admin_kubeconfig)
+        pool = transport.for_config(config)
+        assert pool is not None
+        client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
+        metrics = OperatorMetrics(CollectorRegistry())
+        kube = KubeWriter(client, metrics, rest=rest.for_config(config, pool.session) if direct else None)
+        world = World()
+        reconciler = Reconciler(world=world, settings=OperatorSettings(), kube=kube, engine=Engine(),
+                                metrics=metrics, schedule=lambda key, delay: None)
+        try:
+            _observe_route(world, admin, ns, "web")
+            await reconciler.reconcile((ns, "web"))  # creates the monitor; the world holds its answer
+            assert _objective(admin, ns, "web") == "99.9"
+            # a status written whose watch event has not come: the world's version is behind
+            admin.patch(RouteMonitor.Status, "web", {"status": {"url": "https://elsewhere/"}}, namespace=ns,
+                        patch_type=PatchType.MERGE)
+            admin.patch(Route, "web", {"metadata": {"annotations": {names.ANN_SLO: "99.5"}}}, namespace=ns,
+                        patch_type=PatchType.MERGE)
+            _observe_route(world, admin, ns, "web")
+            await reconciler.reconcile((ns, "web"))  # raised RetryLater before: "its watch event decides"
+            return len(world.monitors)
+        finally:
+            await client.close()
+
+    known = asyncio.run(go())
+    assert _objective(admin, ns, "web") == "99.5"
+    assert known == 1
