@@ -22,7 +22,7 @@ from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import ProbeRequest
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.scheduler import Schedule, guard, hash_phase, run_schedule
+from route_monitor.probe.scheduler import Schedule, Ticker, guard, hash_phase
 from route_monitor.resolve import ResolvedTarget
 from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
 
@@ -75,9 +75,9 @@ async def test_ticks_do_not_drift(run_time: float) -> None:
         starts.append(loop.time())
         await asyncio.sleep(run_time)
 
-    task = asyncio.create_task(run_schedule(Schedule(1.0, 0.25), run_once, on_skip=skipped.append))
+    ticker = Ticker(Schedule(1.0, 0.25), run_once, on_skip=skipped.append)
     await asyncio.sleep(100.1)
-    task.cancel()
+    ticker.stop()
     assert len(starts) == 100 and not skipped
     assert all(s == pytest.approx(0.25 + i + round(starts[0] - 0.25), abs=1e-6) for i, s in enumerate(starts))
 
@@ -92,9 +92,9 @@ async def test_overdue_runs_are_skipped_not_queued() -> None:
         starts.append(loop.time())
         await asyncio.sleep(2.5)  # each run overruns 1s interval
 
-    task = asyncio.create_task(run_schedule(Schedule(1.0, 0.0), run_once, on_skip=skipped.append))
+    ticker = Ticker(Schedule(1.0, 0.0), run_once, on_skip=skipped.append)
     await asyncio.sleep(30.5)
-    task.cancel()
+    ticker.stop()
     assert all(s == pytest.approx(round(s), abs=1e-6) for s in starts), "runs stay on the tick grid"
     assert all(b - a == pytest.approx(3.0) for a, b in itertools.pairwise(starts))
     assert sum(skipped) == pytest.approx(2 * len(starts), abs=2)
@@ -188,14 +188,15 @@ async def test_changing_one_monitor_restarts_only_its_worker() -> None:
     async with engine:
         engine.set_monitor(spec(1), target)
         engine.set_monitor(spec(2), target)
-        tasks = {k: w.task for k, w in engine._workers.items()}
+        tickers = {k: w.ticker for k, w in engine._workers.items()}
         engine.set_monitor(spec(1), target)  # identical: no-op
-        assert engine._workers[("load", "m1")].task is tasks[("load", "m1")]
+        assert engine._workers[("load", "m1")].ticker is tickers[("load", "m1")]
         engine.set_monitor(replace(spec(1), probe=ProbeSettings(interval_ms=20_000, timeout_ms=1000)), target)
         await asyncio.sleep(0)
-        assert engine._workers[("load", "m1")].task is not tasks[("load", "m1")]
-        assert tasks[("load", "m1")].cancelled() or tasks[("load", "m1")].cancelling()
-        assert engine._workers[("load", "m2")].task is tasks[("load", "m2")]
+        assert engine._workers[("load", "m1")].ticker is not tickers[("load", "m1")]
+        old = tickers[("load", "m1")]
+        assert old is not None and old._timer is None and (old.task is None or old.task.cancelling()), "stopped"
+        assert engine._workers[("load", "m2")].ticker is tickers[("load", "m2")]
 
 
 @pytest.mark.looptime
@@ -214,10 +215,10 @@ async def test_a_starting_worker_probes_within_first_within(
     async def run_once(tick: float) -> None:
         starts.append(loop.time() - start)
 
-    task = asyncio.create_task(run_schedule(Schedule(interval, (start + offset) % interval), run_once,
-                                            on_skip=lambda n: None, first_within=first_within))
+    ticker = Ticker(Schedule(interval, (start + offset) % interval), run_once, on_skip=lambda n: None,
+                    first_within=first_within)
     await asyncio.sleep(3 * interval + 1)
-    task.cancel()
+    ticker.stop()
     assert starts[0] == pytest.approx(expected_first, abs=1e-3)
     grid = [s for s in starts[1:]]
     assert all((s - offset) % interval == pytest.approx(0, abs=1e-6) or

@@ -1,8 +1,9 @@
-"""The probe engine: one guarded asyncio worker per monitor, a global concurrency bound.
+"""The probe engine: one schedule per monitor (a timer while idle, a task while probing), a global
+concurrency bound.
 
 ``set_monitor`` adds or replaces one monitor (an identical spec and target is a no-op) and
-restarts only that monitor's worker; ``remove_monitor`` cancels its worker at once (it stops at
-its next await, well within a second) and removes its series. Each result passes the
+restarts only that monitor's schedule; ``remove_monitor`` stops it at once (a probe in progress stops at its next
+await, well within a second) and removes its series. Each result passes the
 monitor's :class:`~route_monitor.probe.gate.Gate` (Contract 9: counted, or excluded for a
 maintenance window, a pause or warm-up), then goes to the metrics and, if given, to
 ``on_result`` (the operator's status, the demo's live view) with ``excluded`` set.
@@ -26,7 +27,7 @@ from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, ProbeResult
-from route_monitor.probe.scheduler import Schedule, default_jitter, guard, run_schedule, watch_loop_lag
+from route_monitor.probe.scheduler import Schedule, Ticker, default_jitter, guard, watch_loop_lag
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.spec import MonitorSpec
 
@@ -44,7 +45,7 @@ class _Worker:
     series: MonitorSeries
     schedule: Schedule
     gate: Gate
-    task: asyncio.Task[None] | None = None
+    ticker: Ticker | None = None
 
 
 _CRASH_BACKOFF = 1.0
@@ -106,12 +107,15 @@ class ProbeEngine:
 
     async def close(self) -> None:
         self._started = False
-        tasks = [w.task for w in self._workers.values() if w.task] + ([self._lag_task] if self._lag_task else [])
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        tasks = [w.ticker.task for w in self._workers.values() if w.ticker and w.ticker.task]
         for w in self._workers.values():
-            w.task = None
+            if w.ticker is not None:
+                w.ticker.stop()
+                w.ticker = None
+        if self._lag_task is not None:
+            self._lag_task.cancel()
+            tasks.append(self._lag_task)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def __aenter__(self) -> ProbeEngine:
         await self.start()
@@ -129,8 +133,8 @@ class ProbeEngine:
         old = self._workers.get(key)
         if old is not None and old.spec == spec and old.target == target:
             return
-        if old is not None and old.task is not None:
-            old.task.cancel()
+        if old is not None and old.ticker is not None:
+            old.ticker.stop()
         latency = spec.objective.latency
         series = self.metrics.add(key, TargetInfo(target.url, target.kind, target.name),
                                   latency.threshold_seconds if latency else None)
@@ -165,17 +169,15 @@ class ProbeEngine:
 
     def remove_monitor(self, key: tuple[str, str]) -> None:
         worker = self._workers.pop(key, None)
-        if worker is not None and worker.task is not None:
-            worker.task.cancel()
+        if worker is not None and worker.ticker is not None:
+            worker.ticker.stop()
         self.metrics.remove(key)
 
     def _launch(self, worker: _Worker) -> None:
-        """One task per monitor, running the schedule itself: no guard coroutine or closures per
-        idle worker (~0.6 KiB each); :meth:`_run_once` keeps a failing probe from ending it."""
-        worker.task = asyncio.create_task(run_schedule(
-            worker.schedule, functools.partial(self._run_bound, worker), on_skip=self._on_skip,
-            clock=self._clock, first_within=self._first_within),
-            name=f"probe worker {worker.spec.namespace}/{worker.spec.name}")
+        """A timer per idle monitor, a task only while it probes (``benchmarks/RESULTS-operator.md``,
+        memory per monitor); :meth:`_run_once` keeps a failing probe from ending it."""
+        worker.ticker = Ticker(worker.schedule, functools.partial(self._run_bound, worker), on_skip=self._on_skip,
+                               clock=self._clock, first_within=self._first_within)
 
     async def _run_once(self, worker: _Worker, tick: float) -> None:
         try:

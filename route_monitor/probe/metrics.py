@@ -141,8 +141,8 @@ class ProbeMetrics:
         self.event_loop_lag = Histogram(
             names.EVENT_LOOP_LAG_SECONDS, "How late the event loop wakes up a sleeping task (a busy loop "
             "delays every probe)", registry=registry, buckets=LAG_BUCKETS)
-        self.asyncio_tasks = Gauge(names.ASYNCIO_TASKS, "asyncio tasks alive in this process (one per "
-                                   "monitor plus a few; growth means a leak)", registry=registry)
+        self.asyncio_tasks = Gauge(names.ASYNCIO_TASKS, "asyncio tasks alive in this process (the probes "
+                                   "in flight plus a few; growth means a leak)", registry=registry)
         self.skipped = Counter(names.PROBES_SKIPPED_TOTAL, "Scheduled probes skipped because the previous "
                                "run or the concurrency limit made them overdue", registry=registry)
         build = Gauge(names.BUILD_INFO, "route-monitor's version (always 1)", ["version", "python"],

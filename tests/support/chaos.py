@@ -51,18 +51,18 @@ def rss_kib(pid: int) -> int:
 
 @dataclass(frozen=True)
 class Footprint:
-    extra_tasks: int
-    """asyncio tasks beyond the one probe worker per monitor (``route_monitor_asyncio_tasks``)."""
+    tasks: int
+    """asyncio tasks (``route_monitor_asyncio_tasks``): the probes in flight and a few of the
+    operator's own (watches, workers); an idle monitor holds a timer, not a task."""
     rss_kib: int
 
 
 def footprint(op: Operator) -> Footprint:
-    """The operator's asyncio tasks (counted when /metrics is read), less one per owned monitor;
-    read once the count of monitors is steady."""
+    """The operator's asyncio tasks (counted when /metrics is read) and RSS."""
     assert op.proc is not None
-    tasks, monitors = op.sample(names.ASYNCIO_TASKS), op.sample(names.OWNED_MONITORS)
-    assert tasks is not None and monitors is not None
-    return Footprint(int(tasks - monitors), rss_kib(op.proc.pid))
+    tasks = op.sample(names.ASYNCIO_TASKS)
+    assert tasks is not None
+    return Footprint(int(tasks), rss_kib(op.proc.pid))
 
 
 @dataclass
