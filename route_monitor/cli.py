@@ -73,12 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"route-monitor {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    op = sub.add_parser("operator", help="run in a cluster (kopf): watch Routes, Services and RouteMonitors")
+    op = sub.add_parser("operator",
+                        help="run in a cluster: watch Routes, Services, Ingresses, HTTPRoutes and RouteMonitors")
     op.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
                     help="watch only this namespace (repeatable); default: all namespaces")
     op.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (default 8080)")
     op.add_argument("--health-port", type=int, default=8081,
-                    help="port of kopf's /healthz liveness endpoint (default 8081)")
+                    help="port of the /healthz liveness endpoint (kopf's; default 8081)")
     op.add_argument("--allow-url-targets", action="store_true",
                     help="also probe RouteMonitors whose target is a plain URL (off by default)")
     op.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")

@@ -7,10 +7,19 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+import yaml
+from lightkube import KubeConfig
 
 from route_monitor.cli import build_parser
 from route_monitor.commands.operator import settings_from_args
+from route_monitor.operator import rest
 
 
 def settings(*argv: str, **env: str):  # type: ignore[no-untyped-def]
@@ -58,25 +67,32 @@ def test_bad_rule_flags_are_one_clear_error(argv: tuple[str, ...], capsys: pytes
     assert "pw" not in err, "a credential was echoed"
 
 
-def test_a_watch_kopf_gave_up_on_restarts_the_operator_in_process_but_a_bug_does_not() -> None:
-    """kopf ends the operator when one watch fails for good (a CRD's API answering 404 for a few
-    seconds after an apiserver restart was seen in the chaos tests): the operator starts again in
-    the same process; any other exception still ends it."""
-    from kopf._cogs.clients.errors import APINotFoundError
-
-    from route_monitor.commands.operator import watch_failure
-
-    assert watch_failure(APINotFoundError("404 page not found", status=404, headers={}))
-    assert not watch_failure(KeyError("a bug of ours"))
+def _kubeconfig(tmp_path: Path, user: dict[str, object]) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    return path
 
 
-def test_a_stop_while_waiting_to_start_again_is_a_clean_stop() -> None:
-    import os
-    import signal
-    import threading
+def test_an_exec_plugin_user_is_refused_at_start_with_one_line(tmp_path: Path) -> None:
+    """Watches and writes go straight to the API server with the kubeconfig's token, token file,
+    client certificate or user name and password; an exec plugin (or auth provider) cannot run
+    the operator: exit 2 and one line saying what is needed (kopf could not log it in either)."""
+    config = _kubeconfig(tmp_path, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "aws-iam"}})
+    done = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "operator", "--metrics-port", "0"],
+                          env={**os.environ, "KUBECONFIG": str(config)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len([line for line in lines if "ERROR" in line]) == 1, lines
+    assert "exec plugin (aws-iam)" in lines[-1] and "token" in lines[-1], lines
 
-    from route_monitor.commands.operator import stopped_while_waiting
 
-    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
-    assert stopped_while_waiting(10) is True
-    assert stopped_while_waiting(0.05) is False
+def test_a_user_name_and_password_are_sent_as_basic_auth(tmp_path: Path) -> None:
+    config = KubeConfig.from_file(_kubeconfig(tmp_path, {"username": "ops", "password": "s3cret"}))
+    assert rest.unsupported_user(config) is None
+    direct = rest.for_config(config, lambda: None)  # type: ignore[arg-type, return-value]
+    assert direct is not None
+    assert direct._headers()["Authorization"] == "Basic " + base64.b64encode(b"ops:s3cret").decode()

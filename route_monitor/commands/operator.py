@@ -1,8 +1,9 @@
 """``route-monitor operator``: run in a cluster (Contract 5).
 
-Wires the parts together: kopf (watches) -> supervisor (reconciles) -> probe engine, Kubernetes
-writes (lightkube, as ``route-monitor``: created, then replaced pinned to the version read),
-``/metrics`` + ``/readyz`` on the metrics port and kopf's ``/healthz`` on the health port.
+Wires the parts together: watches (one list+watch per kind, ``operator.watches``) -> supervisor
+(reconciles) -> probe engine, Kubernetes writes (as ``route-monitor``: created, then replaced
+pinned to the version read), ``/metrics`` + ``/readyz`` on the metrics port and kopf's
+``/healthz`` on the health port (kopf runs the lifecycle only).
 Credentials: the in-cluster service account, else ``$KUBECONFIG`` / ``~/.kube/config``. Stops
 cleanly on SIGTERM/SIGINT.
 """
@@ -13,9 +14,7 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Mapping
 
 import kopf
@@ -28,15 +27,15 @@ from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
 from route_monitor.operator import patience, rest, scrapesync, slo_loop, transport
 from route_monitor.operator.credentials import OperatorCredentials
-from route_monitor.operator.handlers import build_registry, kopf_settings, memories
+from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.membership import Membership, MembershipSettings
 from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.monitorwatch import MonitorWatch
 from route_monitor.operator.refwatch import ReferenceWatches
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard
 from route_monitor.operator.supervisor import Supervisor
+from route_monitor.operator.watches import watch_all
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
@@ -84,6 +83,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, tls=tls)
     direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
+    if direct is None:
+        raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
     kube = KubeWriter(client, operator_metrics, instance=settings.member, rest=direct)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
@@ -144,13 +145,13 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         slo.begin()
         if scrape_targets is not None:
             tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
-        if direct is not None:  # RouteMonitors without kopf's per-event machinery (operator.monitorwatch)
-            watch = MonitorWatch(direct, settings.namespaces, observe=supervisor.observe,
-                                 known=lambda: list(supervisor.world.monitors))
-            tasks.append(asyncio.create_task(watch.run(), name="RouteMonitor watch"))
+        world = supervisor.world
+        for watch in watch_all(direct, settings.namespaces, observe=supervisor.observe,
+                               known=lambda kind: list(world.objects[kind])):
+            tasks.append(asyncio.create_task(watch.run(), name=f"{watch.api.kind_name} watch"))
         await kopf.operator(
-            registry=build_registry(supervisor, on_cleanup=stop_work, watch_monitors=direct is None),
-            settings=kopf_settings(), memories=memories(), standalone=True,
+            registry=build_registry(supervisor, on_cleanup=stop_work),
+            settings=kopf_settings(), standalone=True,
             clusterwide=not settings.namespaces, namespaces=list(settings.namespaces), ready_flag=ready,
             liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
         )
@@ -182,36 +183,7 @@ def run(args: argparse.Namespace) -> int:
     except transport.UnusableConfig as e:
         log.error("the Kubernetes configuration cannot be used: %s", e)
         return 2
-    while True:
-        try:
-            return asyncio.run(serve(settings, tls=tls, config=config))
-        except Exception as e:
-            if not watch_failure(e):
-                raise
-            # kopf ends the whole operator when one watch fails for good (e.g. a CRD's API answering
-            # 404 for the seconds after an apiserver restart): start again in this process instead
-            # of exiting into a crash loop; the Lease was handed over meanwhile
-            log.error("a Kubernetes watch failed (%s: %s); starting again in %.0f s", type(e).__name__, e,
-                      RESTART_DELAY)
-            if stopped_while_waiting(RESTART_DELAY):
-                return 0
-
-
-RESTART_DELAY = 5.0
-
-
-def stopped_while_waiting(seconds: float) -> bool:
-    """Wait before starting again; a SIGTERM/SIGINT meanwhile is a clean stop (exit 0), as it is
-    while running."""
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        return stop.wait(seconds)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def watch_failure(error: BaseException) -> bool:
-    """An error of kopf's API client (a watch it gave up on), not a bug of ours."""
-    return type(error).__module__.startswith("kopf._cogs.clients")
+    if (why := rest.unsupported_user(config)) is not None:
+        log.error("the Kubernetes configuration cannot be used: %s", why)
+        return 2
+    return asyncio.run(serve(settings, tls=tls, config=config))

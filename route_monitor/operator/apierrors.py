@@ -27,7 +27,7 @@ def status_code(error: BaseException) -> int | None:
 UNREACHABLE = (httpx2.TransportError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError,
                TimeoutError, ssl.SSLError, socket.gaierror)
 """Errors of a request that got no answer: lightkube's client (``httpx2``, the errors of its own
-transport and of :mod:`transport`), aiohttp (kopf's client), and the socket errors beneath them."""
+transport and of :mod:`transport`), aiohttp (the watches' and writes' client), and the socket errors beneath them."""
 
 
 def unreachable(error: BaseException) -> bool:

@@ -1,4 +1,5 @@
-"""Writes to the Kubernetes API, through lightkube's async client; reads come from kopf's watches.
+"""Writes to the Kubernetes API, through lightkube's async client; reads come from the watches
+(:mod:`~route_monitor.operator.watches`).
 
 Nothing is ever written over an object the operator has not checked to be its own: generated
 RouteMonitors and PrometheusRules are *created* (refused with 409 when anything holds the name),

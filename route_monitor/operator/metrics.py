@@ -3,7 +3,7 @@
 - ``route_monitor_monitors{state}``: RouteMonitors by state (every state always present);
 - ``route_monitor_reconcile_errors_total{reason}``: failed reconciles (retried with backoff);
 - ``route_monitor_kube_requests_total{verb,resource}``: requests the operator makes itself (writes, and
-  the reads and Lease lists/watches outside kopf's watches);
+  the reads and Lease lists/watches, not the watches of the watched kinds);
 - ``route_monitor_status_writes_deferred_total``: status writes postponed by the rate bound;
 - replicas: ``route_monitor_members`` (live replicas seen), ``route_monitor_owned_monitors``,
   ``route_monitor_ownership_changes_total{change=gained|lost}``,
@@ -32,7 +32,8 @@ class OperatorMetrics:
         self.reconcile_errors = Counter(names.RECONCILE_ERRORS_TOTAL, "Reconciles of a monitor that failed "
                                         "(retried with backoff), by reason", ["reason"], registry=registry)
         self.kube_requests = Counter(names.KUBE_REQUESTS_TOTAL, "Requests the operator makes to the Kubernetes "
-                                     "API outside kopf's watches, by verb and resource", ["verb", "resource"],
+                                     "API besides the watches of the kinds it monitors, by verb and resource",
+                                     ["verb", "resource"],
                                      registry=registry)
         self.status_deferred = Counter(names.STATUS_WRITES_DEFERRED_TOTAL, "RouteMonitor status writes "
                                        "postponed to keep within the per-monitor rate bound", registry=registry)

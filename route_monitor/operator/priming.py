@@ -24,7 +24,7 @@ async def load(kube: KubeWriter, namespaces: tuple[str, ...], *, observe: Callab
     for kind in KINDS:
         items = await until_answered(f"listing {kind}", functools.partial(kube.list_all, kind, namespaces))
         if items is None:
-            log.warning("%s: logged once; restart the operator after installing its CRD", _not_served(kind))
+            log.warning("%s: logged once; watched for, and used once its CRD is installed", _not_served(kind))
             continue
         for obj in items:
             observe(kind, None, obj)

@@ -8,14 +8,17 @@ monitor; the same three writes sent here cost ~1.2 ms less of client CPU per mon
 content types; same errors to the caller (lightkube's ``ApiError`` for an answer >= 400, the
 ``httpx2`` transport errors the supervisor and patience already classify).
 
-Only for the credentials this can send without lightkube: a bearer token, a token file (the
-service account's, re-read when it changes, as the kubelet rotates it) or a client certificate
-(in the TLS context). Other kubeconfig users (exec plugins, basic auth) keep lightkube's path:
-:func:`for_config` returns None for them.
+Also the operator's watches (:mod:`~route_monitor.operator.watches`). The credentials it
+sends: a bearer token, a token file (the service account's, re-read when it changes, as the
+kubelet rotates it), a client certificate (in the TLS context) or a user name and password.
+Kubeconfig users that authenticate through an exec plugin or an auth provider cannot run the
+operator (:func:`unsupported_user` says so at start; kopf, which watched before, could not log
+them in either).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -60,6 +63,20 @@ class BearerToken:
         return self._header
 
 
+class BasicAuth:
+    """The ``Authorization`` header of a kubeconfig user with a user name and password."""
+
+    def __init__(self, username: str, password: str) -> None:
+        self._header = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+    def header(self) -> str | None:
+        return self._header
+
+
+class UnsupportedUser(Exception):
+    """The kubeconfig's user authenticates in a way the operator does not implement."""
+
+
 def path(group: str, version: str, plural: str, namespace: str, name: str | None = None,
          subresource: str | None = None) -> str:
     """``/apis/<group>/<version>/namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` (``/api/v1`` for core)."""
@@ -76,7 +93,7 @@ class Rest:
     """JSON requests to one API server through ``session()`` (the shared aiohttp pool); watches
     through ``watch_session()`` (a pool of their own, :mod:`~route_monitor.operator.transport`)."""
 
-    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken, *,
+    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken | BasicAuth, *,
                  watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> None:
         self._server = server.rstrip("/")
         self._session = session
@@ -148,15 +165,34 @@ def _raise(method: str, url: str, status: int, headers: list[tuple[bytes, bytes]
     raise AssertionError(f"HTTP {status} not raised")  # pragma: no cover - raise_for_status raises >= 400
 
 
+def unsupported_user(config: KubeConfig) -> str | None:
+    """Why the operator cannot authenticate as ``config``'s current user, or None when it can."""
+    single = config.get()
+    user = single.user if single is not None else None
+    if single is None or user is None:
+        return None  # no user: in-cluster configuration, or anonymous with a client certificate
+    if user.exec is not None:
+        return (f"the user of context {single.context_name!r} authenticates through an exec plugin "
+                f"({user.exec.command}); the operator needs a token, a token file, a client certificate, "
+                "a user name and password, or the in-cluster service account")
+    if user.auth_provider:
+        return (f"the user of context {single.context_name!r} authenticates through an auth provider; the "
+                "operator needs a token, a token file, a client certificate, a user name and password, or the "
+                "in-cluster service account")
+    return None
+
+
 def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
                watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> Rest | None:
     """The direct path for ``config``'s current context, or None when its user authenticates in a
-    way only lightkube implements (exec plugins, basic auth, auth providers)."""
+    way only lightkube implements (exec plugins, auth providers: :func:`unsupported_user`)."""
     single = config.get()
     user = single.user if single is not None else None
-    if single is None or user is None or user.exec is not None or user.username or user.auth_provider:
+    if single is None or unsupported_user(config) is not None:
         return None
-    if user.token_file is None and user.token is None and user.client_cert is None and user.client_cert_data is None:
-        return None
-    return Rest(single.cluster.server, session, BearerToken(token=user.token, token_file=user.token_file),
-                watch_session=watch_session)
+    auth: BearerToken | BasicAuth = BearerToken()
+    if user is not None and user.username and user.password:
+        auth = BasicAuth(user.username, user.password)
+    elif user is not None:
+        auth = BearerToken(token=user.token, token_file=user.token_file)
+    return Rest(single.cluster.server, session, auth, watch_session=watch_session)

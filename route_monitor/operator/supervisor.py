@@ -1,6 +1,6 @@
 """The supervisor: watch events in, reconciles out, through a work queue of monitor keys.
 
-Watch events (from kopf's event handlers) update the :class:`World` and enqueue the keys they
+Watch events (from :mod:`~route_monitor.operator.watches`) update the :class:`World` and enqueue the keys they
 touch; probe results enqueue a key only when the result changed. A pool of workers reconciles
 keys, one worker per key at a time (a key dirtied while it is being reconciled runs again
 after). A failed reconcile is retried with backoff and counted; nothing is ever dropped.
@@ -87,7 +87,7 @@ class Supervisor:
     async def prime(self) -> None:
         """Fill the world from one list of each kind before any reconcile, so that a restart
         sees Routes and RouteMonitors together (no transient "Route not found" status, no
-        needless writes). kopf's own initial listing then changes nothing."""
+        needless writes). The watches' own first lists then change nothing."""
         await priming.load(self._kube, self.settings.namespaces, observe=self.observe, seed=self.reconciler.rules.seed)
         log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
 

@@ -1,24 +1,24 @@
 """The operator's connection to the API server for its own requests: lightkube on aiohttp.
 
 lightkube builds each request (URL, auth header, JSON body) and reads each response; this
-transport only moves the bytes, over aiohttp keep-alive connections (aiohttp is already loaded
-for kopf's watches). Profiled on a burst of 1,000 new monitors, httpx's own transport (httpcore,
-anyio streams, h11; headers and body written as two TLS records) was most of the operator's CPU
-per write; aiohttp's C parser and one write per request cost a fraction.
+transport only moves the bytes, over aiohttp keep-alive connections (kopf's HTTP client, loaded
+anyway). Profiled on a burst of 1,000 new monitors, httpx's own transport (httpcore, anyio
+streams, h11; headers and body written as two TLS records) was most of the operator's CPU per
+write; aiohttp's C parser and one write per request cost a fraction.
 
-Two pools, so that watches never starve short requests. A watch (``?watch=true``: the Lease watch
-of the replicas, one per Secret or ConfigMap that monitors reference) holds its connection for
-minutes, and there is one per referenced object, so watches get a pool of their own without a
-limit: each needs its own connection anyway (HTTP/1.1), and their number is that of the objects
-referenced. Everything else (status patches, rule writes, Lease renewals, gets and lists) shares
-a pool of :data:`SHORT_REQUESTS` connections. With watches in that pool too, the Lease watch and
-15 referenced Secrets held all 16: status patches, rule writes and Lease renewals waited for a
-connection and timed out (with 24 Secrets, a Lease not renewed for 69 s and monitors moving
-between replicas; ``tests/test_operator_connections.py``).
+Two pools, so that watches never starve short requests. A watch (``?watch=true``: one per watched
+kind and namespace, the Lease watch of the replicas, one per Secret or ConfigMap that monitors
+reference) holds its connection for minutes, so watches get a pool of their own without a limit:
+each needs its own connection anyway (HTTP/1.1), and their number is fixed by the kinds,
+namespaces and objects referenced. Everything else (status patches, rule writes, Lease renewals,
+gets and lists) shares a pool of :data:`SHORT_REQUESTS` connections. With watches in that pool
+too, the Lease watch and 15 referenced Secrets held all 16: status patches, rule writes and Lease
+renewals waited for a connection and timed out (with 24 Secrets, a Lease not renewed for 69 s and
+monitors moving between replicas; ``tests/test_operator_connections.py``).
 
 TLS: the same context lightkube would use (the kubeconfig's or the service account's CA and
 client certificate), so trust is unchanged. Proxy variables (``HTTPS_PROXY``, ``NO_PROXY``) are
-not used for the API server, as kopf does not use them for its watches (see docs/reference.md).
+not used for the API server (see docs/reference.md).
 Timeouts come from the request, as httpx sets them.
 """
 
@@ -137,8 +137,7 @@ def proxy_note(env: Mapping[str, str]) -> str | None:
     named = sorted({name.upper() for name in PROXY_VARIABLES if env.get(name)})
     if not named:
         return None
-    return (f"{', '.join(named)} set: the API server is reached directly, not through a proxy (as kopf's "
-            "watches; see docs/reference.md)")
+    return f"{', '.join(named)} set: the API server is reached directly, not through a proxy (see docs/reference.md)"
 
 
 def for_config(config: KubeConfig) -> AiohttpTransport | None:

@@ -174,21 +174,26 @@ def load_crd(path: Path) -> dict[str, Any]:
     return upstream_crds.load(path) if path.parent == UPSTREAM_CRDS else dict(yaml.safe_load(path.read_text()))
 
 
+def install_crd(cluster: Cluster, path: Path) -> None:
+    """One CRD, waiting until it is Established."""
+    crd = load_crd(path)
+    r = _admin_request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert r.status_code == 201, f"{path.name} rejected by kube-apiserver: {r.text}"
+
+    def established(name: str = crd["metadata"]["name"]) -> bool:
+        got = _admin_request(cluster, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        conds = got.json().get("status", {}).get("conditions", [])
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    wait_for(established, timeout=30, what=f"CRD {crd['metadata']['name']} established")
+    cluster.served.append(f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}")
+
+
 def _install(cluster: Cluster, crd_files: tuple[Path, ...]) -> None:
     """CRDs (waiting until each is Established), and the operator's ClusterRole bound to the
     operator's test user (instead of the ServiceAccount the Deployment uses)."""
     for path in crd_files:
-        crd = load_crd(path)
-        r = _admin_request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-        assert r.status_code == 201, f"{path.name} rejected by kube-apiserver: {r.text}"
-
-        def established(name: str = crd["metadata"]["name"]) -> bool:
-            got = _admin_request(cluster, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            conds = got.json().get("status", {}).get("conditions", [])
-            return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-        wait_for(established, timeout=30, what=f"CRD {crd['metadata']['name']} established")
-        cluster.served.append(f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}")
+        install_crd(cluster, path)
     role = yaml.safe_load(CLUSTER_ROLE_FILE.read_text())
     r = _admin_request(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
     assert r.status_code == 201, r.text

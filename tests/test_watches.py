@@ -1,7 +1,8 @@
-"""The operator's own RouteMonitor list+watch (``route_monitor.operator.monitorwatch``) against the
+"""The operator's own list+watch of every kind (``route_monitor.operator.watches``) against the
 real apiserver: every change arrives as the supervisor expects it (ADDED, MODIFIED with a status
 write, DELETED), monitors that vanished while the watch was down are observed as deleted when it
-lists again, and a refused request is tried again without ending the watch. (Reconnects across an
+lists again, a refused request is tried again without ending the watch, core kinds (Services)
+come as custom ones do, and a kind whose API is not served is watched once its CRD is installed. (Reconnects across an
 apiserver or etcd restart, cut connections and a 410 after compaction run through the real operator
 in the chaos modules.)"""
 
@@ -14,12 +15,13 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import KubeConfig
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import Namespace, Service
 
 from alert_rules import names
 from route_monitor.operator import rest, transport
 from route_monitor.operator.kube import RouteMonitor
-from route_monitor.operator.monitorwatch import MonitorWatch
+from route_monitor.operator.watches import Api, KindWatch, api_of
 from tests.support.cluster import Cluster, kubeconfig
 from tests.support.operator import admin_client
 
@@ -46,7 +48,7 @@ async def _watching(config_path: Any, ns: str, known: list[tuple[str, str]],
         meta = obj["metadata"]
         seen.append((event, meta["name"], (obj.get("status") or {}).get("url")))
 
-    watch = MonitorWatch(direct, (ns,), observe=observe, known=lambda: known, delays=(0.2,))
+    watch = KindWatch(direct, api_of("routemonitor"), (ns,), observe=observe, known=lambda: known, delays=(0.2,))
     task = asyncio.create_task(watch.run())
     try:
         await body(direct, seen)
@@ -98,7 +100,7 @@ def test_a_refused_watch_is_tried_again_and_never_ends(cluster: Cluster, tmp_pat
     async def body(_: rest.Rest, seen: list[Event]) -> None:
         await asyncio.sleep(1.5)
 
-    with caplog.at_level("DEBUG", logger="route_monitor.operator.monitorwatch"):
+    with caplog.at_level("DEBUG", logger="route_monitor.operator.watches"):
         seen = asyncio.run(_watching(bad, "default", [], body))
     tries = [r for r in caplog.records if "RouteMonitor watch in namespace default failed" in r.getMessage()]
     assert seen == [] and len(tries) >= 3, [r.getMessage() for r in caplog.records]
@@ -130,7 +132,7 @@ def test_a_monitor_known_only_after_the_list_was_asked_for_is_not_taken_for_dele
 
         direct.get = listing  # type: ignore[method-assign]
         seen: list[Event] = []
-        watch = MonitorWatch(direct, (ns,), observe=lambda kind, event, obj: seen.append(
+        watch = KindWatch(direct, api_of("routemonitor"), (ns,), observe=lambda kind, event, obj: seen.append(
             (event, obj["metadata"]["name"], None)), known=knowing)
         try:
             await watch._relist(ns)
@@ -139,3 +141,68 @@ def test_a_monitor_known_only_after_the_list_was_asked_for_is_not_taken_for_dele
         return seen
 
     assert asyncio.run(go()) == [("DELETED", "old", None)]
+
+
+WIDGETS = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.watch-test.example.com"},
+    "spec": {"group": "watch-test.example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def test_a_kind_not_served_is_asked_for_quietly_and_watched_once_its_crd_is_installed(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """No Gateway API, no Routes (a plain cluster): the watch asks again without a line (the
+    start-up listing said it once) and picks the kind up when the CRD is installed, without a
+    restart. A core kind (Services) and a custom one come the same way."""
+    ns = "kwatch"
+    admin = admin_client(cluster)
+    admin.create(Namespace.from_dict({"metadata": {"name": ns}}))
+    widget = Api("widget", "watch-test.example.com/v1", "Widget", "widgets")
+
+    async def go() -> list[Event]:
+        config = KubeConfig.from_file(cluster.admin_kubeconfig)
+        pool = transport.for_config(config)
+        assert pool is not None
+        direct = rest.for_config(config, pool.session, pool.watch_session)
+        assert direct is not None
+        seen: list[Event] = []
+
+        def observe(kind: str, event: str | None, obj: Any) -> None:
+            seen.append((event, f"{kind}/{obj['metadata']['name']}", obj.get("kind")))
+
+        watches = [KindWatch(direct, widget, (ns,), observe=observe, known=lambda: [], not_served_delay=0.3),
+                   KindWatch(direct, api_of("service"), (ns,), observe=observe, known=lambda: [])]
+        tasks = [asyncio.create_task(w.run()) for w in watches]
+        try:
+            await asyncio.sleep(1.5)  # ~5 tries of the widgets, not served
+            admin.create(CustomResourceDefinition.from_dict(WIDGETS))
+            admin.create(Service.from_dict({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": ns},
+                                            "spec": {"ports": [{"port": 80}]}}))
+            await _until("the Service", lambda: ("ADDED", "service/api", "Service") in seen)
+            widgets = rest.path("watch-test.example.com", "v1", "widgets", ns)
+            for _ in range(100):  # the CRD's API is served a moment after it is created
+                try:
+                    await direct.create(widgets, {"apiVersion": "watch-test.example.com/v1", "kind": "Widget",
+                                                  "metadata": {"name": "w1", "namespace": ns}})
+                    break
+                except Exception:
+                    await asyncio.sleep(0.1)
+            await _until("the Widget", lambda: any(name == "widget/w1" for _, name, _ in seen))
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await pool.aclose()
+        return seen
+
+    with caplog.at_level("DEBUG", logger="route_monitor.operator.watches"):
+        asyncio.run(go())
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if "Widget" in r.getMessage()]
+    asked = [m for level, m in lines if "not served in namespace kwatch; asking again" in m]
+    assert len(asked) >= 3 and all(level == "DEBUG" for level, m in lines if "asking again" in m), lines
+    assert ("INFO", "Widget (watch-test.example.com/v1) is served now in namespace kwatch: watching it") in lines
+    assert not [m for level, m in lines if level == "WARNING"], lines
