@@ -84,6 +84,8 @@ class KindWatch:
         """Failed tries in a row per scope (reset by the next answer: a list page or an event)."""
         self._served: set[str | None] = set()
         """Scopes whose API has answered during this run."""
+        self._not_served: set[str | None] = set()
+        """Scopes answered 404 before their API ever answered (no CRD yet)."""
 
     async def run(self) -> None:
         await asyncio.gather(*(self._scope(ns) for ns in self._scopes))
@@ -115,6 +117,7 @@ class KindWatch:
         failures = self._failures.get(namespace, 0)
         self._failures[namespace] = failures + 1
         if status_code(e) == 404 and namespace not in self._served:
+            self._not_served.add(namespace)
             log.debug("%s (%s) not served%s; asking again in %.0f s", self.api.kind_name, self.api.api_version,
                       _where(namespace), self._not_served_delay)
             return self._not_served_delay
@@ -126,11 +129,11 @@ class KindWatch:
 
     def _answered(self, namespace: str | None) -> None:
         failures = self._failures.pop(namespace, 0)
-        if namespace not in self._served:
-            self._served.add(namespace)
-            if failures:
-                log.info("%s (%s) is served now%s: watching it", self.api.kind_name, self.api.api_version,
-                         _where(namespace))
+        self._served.add(namespace)
+        if namespace in self._not_served:
+            self._not_served.discard(namespace)
+            log.info("%s (%s) is served now%s: watching it", self.api.kind_name, self.api.api_version,
+                     _where(namespace))
         elif failures:
             log.info("%s watch%s works again after %d failed tries", self.api.kind_name, _where(namespace), failures)
 
