@@ -99,7 +99,7 @@ def test_soak_samples_standalone_and_reports_slopes(tmp_path: Path) -> None:
     assert len(result["samples"]) == 2, result
     for row in result["samples"]:
         assert 10 <= row["probes"] <= 30, row  # 20 monitors, once a second
-        assert row["asyncio_tasks"] >= 20 and row["open_fds"] >= 3 and row["threads"] >= 1, row
+        assert row["asyncio_tasks"] >= 1 and row["open_fds"] >= 3 and row["threads"] >= 1, row  # idle monitors: timers
         assert row["rss_mib"] > 1 and row["schedule_lag_p99_ms"] is not None, row
     assert set(result["slope_per_minute"]) == {"rss_mib", "open_fds", "threads", "asyncio_tasks"}, result
 
@@ -115,5 +115,5 @@ def test_soak_operator_path_samples_the_operator(cluster: Cluster, target_server
         rows = soak_sample.sample_run(soaked, 2, 1.0)
     for row in rows:
         assert 10 <= (row["probes"] or 0) <= 30, row
-        assert (row["asyncio_tasks"] or 0) >= 20 and row["api_writes"] is not None, row
+        assert (row["asyncio_tasks"] or 0) >= 1 and row["api_writes"] is not None, row  # idle monitors: timers
         assert row["kube_requests"] is not None, row

@@ -1,5 +1,5 @@
 """The operator's direct write path (``route_monitor.operator.rest``) against the real apiserver,
-and lightkube's path (kubeconfig users only lightkube can authenticate) doing the same writes.
+and lightkube's path (no longer used by the operator, kept for ``benchmarks/kube_writes.py``'s comparison) doing the same writes.
 
 What a user would check: the objects are stored as sent, under the field manager
 ``route-monitor``; a taken name, a stale version, a missing object and a refused token come back
@@ -133,9 +133,12 @@ def test_the_token_file_is_read_again_when_the_kubelet_rotates_it(tmp_path: Path
     ({"token": ADMIN_TOKEN}, True), ({"tokenFile": "/var/run/token"}, True),
     ({"client-certificate": "c.pem", "client-key": "k.pem"}, True),
     ({"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "get-token"}}, False),
-    ({"username": "u", "password": "p"}, False), ({}, False),
+    ({"auth-provider": {"name": "oidc"}}, False),
+    ({"username": "u", "password": "p"}, True), ({}, True),
 ])
-def test_users_only_lightkube_can_authenticate_keep_lightkubes_path(user: dict[str, Any], direct: bool) -> None:
+def test_users_authenticated_through_a_plugin_get_no_direct_path(user: dict[str, Any], direct: bool) -> None:
+    """Exec plugins and auth providers: the operator refuses them at start (``unsupported_user``);
+    a token, a token file, a client certificate, basic auth or no credentials at all go direct."""
     config = KubeConfig.from_dict({"clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
                                    "users": [{"name": "u", "user": user}],
                                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
