@@ -1,5 +1,6 @@
 """The operator's direct write path (``route_monitor.operator.rest``) against the real apiserver,
-and lightkube's path (no longer used by the operator, kept for ``benchmarks/kube_writes.py``'s comparison) doing the same writes.
+and lightkube's path (no longer used by the operator, kept for ``benchmarks/kube_writes.py``'s
+comparison) doing the same writes.
 
 What a user would check: the objects are stored as sent, under the field manager
 ``route-monitor``; a taken name, a stale version, a missing object and a refused token come back
