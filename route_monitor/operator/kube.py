@@ -129,16 +129,7 @@ class KubeWriter(LeaseRequests):
 
     async def get_monitor(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The RouteMonitor at ``name`` as the API server has it now, or None."""
-        self._count("get", names.PLURAL)
-        try:
-            if self._rest is not None:
-                return await self._rest.get(path(names.GROUP, names.VERSION, names.PLURAL, namespace, name), {})
-            obj = await self._client.get(RouteMonitor, name, namespace=namespace)
-        except ApiError as e:
-            if status_code(e) == 404:
-                return None
-            raise
-        return dict(obj.to_dict())  # type: ignore[no-untyped-call]
+        return await self._get(RouteMonitor, names.PLURAL, namespace, name)
 
     async def delete_monitor(self, namespace: str, name: str, uid: str) -> None:
         """Delete a generated RouteMonitor (its PrometheusRule follows by garbage collection)."""
@@ -146,14 +137,21 @@ class KubeWriter(LeaseRequests):
 
     async def get_rule(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The PrometheusRule at ``name``, or None."""
-        self._count("get", "prometheusrules")
+        return await self._get(PrometheusRule, "prometheusrules", namespace, name)
+
+    async def _get(self, res: Any, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object at ``name`` (a namespaced ``res``) as the API server has it now, or None."""
+        self._count("get", resource)
         try:
-            obj = await self._client.get(PrometheusRule, name, namespace=namespace)
+            if self._rest is not None:
+                return await self._rest.get(_path(res, {"metadata": {"namespace": namespace, "name": name}},
+                                                  item=True), {})
+            obj = await self._client.get(res, name, namespace=namespace)
         except ApiError as e:
             if status_code(e) == 404:
                 return None
             raise
-        return dict(obj.to_dict())  # type: ignore[no-untyped-call]
+        return dict(obj.to_dict())
 
     async def list_our_rules(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
         """The PrometheusRules labelled as route-monitor's; None when the API is not installed."""
