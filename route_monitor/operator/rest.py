@@ -77,11 +77,12 @@ class UnsupportedUser(Exception):
     """The kubeconfig's user authenticates in a way the operator does not implement."""
 
 
-def path(group: str, version: str, plural: str, namespace: str, name: str | None = None,
+def path(group: str, version: str, plural: str, namespace: str | None, name: str | None = None,
          subresource: str | None = None) -> str:
-    """``/apis/<group>/<version>/namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` (``/api/v1`` for core)."""
+    """``/apis/<group>/<version>/namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` (``/api/v1`` for core);
+    without ``namespace``, the collection across all namespaces."""
     root = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    parts = [root, "namespaces", quote(namespace, safe=""), plural]
+    parts = [root, *(("namespaces", quote(namespace, safe="")) if namespace else ()), plural]
     if name is not None:
         parts.append(quote(name, safe=""))
     if subresource is not None:
@@ -171,21 +172,18 @@ def unsupported_user(config: KubeConfig) -> str | None:
     user = single.user if single is not None else None
     if single is None or user is None:
         return None  # no user: in-cluster configuration, or anonymous with a client certificate
-    if user.exec is not None:
-        return (f"the user of context {single.context_name!r} authenticates through an exec plugin "
-                f"({user.exec.command}); the operator needs a token, a token file, a client certificate, "
-                "a user name and password, or the in-cluster service account")
-    if user.auth_provider:
-        return (f"the user of context {single.context_name!r} authenticates through an auth provider; the "
-                "operator needs a token, a token file, a client certificate, a user name and password, or the "
-                "in-cluster service account")
-    return None
+    how = f"an exec plugin ({user.exec.command})" if user.exec is not None else \
+        "an auth provider" if user.auth_provider else None
+    if how is None:
+        return None
+    return (f"the user of context {single.context_name!r} authenticates through {how}; the operator needs a "
+            "token, a token file, a client certificate, a user name and password, or the in-cluster service account")
 
 
 def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
                watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> Rest | None:
-    """The direct path for ``config``'s current context, or None when its user authenticates in a
-    way only lightkube implements (exec plugins, auth providers: :func:`unsupported_user`)."""
+    """The direct path for ``config``'s current context, or None when the operator cannot
+    authenticate as its user (:func:`unsupported_user`)."""
     single = config.get()
     user = single.user if single is not None else None
     if single is None or unsupported_user(config) is not None:
