@@ -147,7 +147,6 @@ class Reconciler:
             current = await self.kube.get_monitor(*key)
             self.world.observe("routemonitor", "MODIFIED" if current else "DELETED",
                                current or {"metadata": {"namespace": key[0], "name": key[1]}})
-            self.status.seen(key)
 
     async def _apply_generated(self, key: Key) -> None:
         decision = plan.plan_generated(self.world, key)
