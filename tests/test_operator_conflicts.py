@@ -11,7 +11,6 @@ never comes: what the reconcile does without it is what is under test.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from lightkube import AsyncClient, Client, KubeConfig
@@ -27,22 +26,10 @@ from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import World
 from tests.support.cluster import Cluster
+from tests.support.engine import RecordingEngine
 from tests.support.operator import admin_client, annotations, route
 
 pytestmark = pytest.mark.cluster
-
-
-class Engine:
-    """The probe engine's two calls, recorded (probing is not what is under test here)."""
-
-    def __init__(self) -> None:
-        self.monitors: dict[tuple[str, str], str] = {}
-
-    def set_monitor(self, spec: Any, target: Any) -> None:
-        self.monitors[spec.key] = target.url
-
-    def remove_monitor(self, key: tuple[str, str]) -> None:
-        self.monitors.pop(key, None)
 
 
 def _observe_route(world: World, admin: Client, ns: str, name: str) -> None:
@@ -70,7 +57,7 @@ def test_a_changed_annotation_is_applied_at_once_though_the_world_holds_an_older
         metrics = OperatorMetrics(CollectorRegistry())
         kube = KubeWriter(client, metrics, rest=rest.for_config(config, pool.session) if direct else None)
         world = World()
-        reconciler = Reconciler(world=world, settings=OperatorSettings(), kube=kube, engine=Engine(),
+        reconciler = Reconciler(world=world, settings=OperatorSettings(), kube=kube, engine=RecordingEngine(),
                                 metrics=metrics, schedule=lambda key, delay: None)
         try:
             _observe_route(world, admin, ns, "web")

@@ -23,6 +23,7 @@ from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.statuswriter import TokenBucket
 from route_monitor.operator.world import World
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
+from tests.support.engine import RecordingEngine
 
 KEY = ("ns", "web")
 
@@ -60,17 +61,6 @@ class Recorder:
         return [c[0] for c in self.calls]
 
 
-class Engine:
-    def __init__(self) -> None:
-        self.monitors: dict[tuple[str, str], str] = {}
-
-    def set_monitor(self, spec: Any, target: Any) -> None:
-        self.monitors[spec.key] = target.url
-
-    def remove_monitor(self, key: tuple[str, str]) -> None:
-        self.monitors.pop(key, None)
-
-
 class Clock:
     now = 1000.0
 
@@ -78,7 +68,7 @@ class Clock:
         return self.now
 
 
-def setup(interval: str = "1s") -> tuple[Reconciler, Recorder, Engine, Clock, list[tuple[Any, float]]]:
+def setup(interval: str = "1s") -> tuple[Reconciler, Recorder, RecordingEngine, Clock, list[tuple[Any, float]]]:
     world = World()
     world.observe("route", None, {"metadata": {"name": "web", "namespace": "ns", "uid": "r1"},
                                   "spec": {"host": "127.0.0.1:8080"}})
@@ -86,7 +76,7 @@ def setup(interval: str = "1s") -> tuple[Reconciler, Recorder, Engine, Clock, li
         "metadata": {"name": "web", "namespace": "ns", "uid": "m1", "generation": 1},
         "spec": {"target": {"route": {"name": "web"}}, "probe": {"interval": interval},
                  "slo": {"availability": "99.9"}}})
-    kube, engine, clock, scheduled = Recorder(), Engine(), Clock(), []
+    kube, engine, clock, scheduled = Recorder(), RecordingEngine(), Clock(), []
     rec = Reconciler(world=world, settings=OperatorSettings(status_min_interval=10.0), kube=kube,  # type: ignore[arg-type]
                      engine=engine, metrics=OperatorMetrics(CollectorRegistry()),
                      schedule=lambda key, delay: scheduled.append((key, delay)), clock=clock)

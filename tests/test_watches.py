@@ -34,13 +34,19 @@ def _monitor(ns: str, name: str) -> dict[str, Any]:
             "spec": {"target": {"url": f"https://{name}.example.com/"}, "slo": {"availability": "99.9"}}}
 
 
-async def _watching(config_path: Any, ns: str, known: list[tuple[str, str]],
-                    body: Callable[[rest.Rest, list[Event]], Awaitable[None]]) -> list[Event]:
+def _direct(config_path: Any) -> tuple[transport.AiohttpTransport, rest.Rest]:
+    """The operator's connection pool and direct path for a kubeconfig (close the pool after)."""
     config = KubeConfig.from_file(config_path)
     pool = transport.for_config(config)
     assert pool is not None
     direct = rest.for_config(config, pool.session, pool.watch_session)
     assert direct is not None
+    return pool, direct
+
+
+async def _watching(config_path: Any, ns: str, known: list[tuple[str, str]],
+                    body: Callable[[rest.Rest, list[Event]], Awaitable[None]]) -> list[Event]:
+    pool, direct = _direct(config_path)
     seen: list[Event] = []
 
     def observe(kind: str, event: str | None, obj: Any) -> None:
@@ -119,11 +125,7 @@ def test_a_monitor_known_only_after_the_list_was_asked_for_is_not_taken_for_dele
         return [(ns, "old"), *([(ns, "made-meanwhile")] if asked["list"] else [])]
 
     async def go() -> list[Event]:
-        config = KubeConfig.from_file(cluster.admin_kubeconfig)
-        pool = transport.for_config(config)
-        assert pool is not None
-        direct = rest.for_config(config, pool.session, pool.watch_session)
-        assert direct is not None
+        pool, direct = _direct(cluster.admin_kubeconfig)
         get = direct.get
 
         async def listing(where: str, query: Any) -> Any:
@@ -164,11 +166,7 @@ def test_a_kind_not_served_is_asked_for_quietly_and_watched_once_its_crd_is_inst
     widget = Api("widget", "watch-test.example.com/v1", "Widget", "widgets")
 
     async def go() -> list[Event]:
-        config = KubeConfig.from_file(cluster.admin_kubeconfig)
-        pool = transport.for_config(config)
-        assert pool is not None
-        direct = rest.for_config(config, pool.session, pool.watch_session)
-        assert direct is not None
+        pool, direct = _direct(cluster.admin_kubeconfig)
         seen: list[Event] = []
 
         def observe(kind: str, event: str | None, obj: Any) -> None:
