@@ -120,10 +120,15 @@ async def test_certificate_expiry_is_exported_for_a_broken_certificate(run: Run,
 async def test_removal_stops_probing_within_a_second_and_removes_every_series(run: Run, targets: Targets) -> None:
     run.engine.set_monitor(*monitor("gone", targets.http(hang), interval_ms=400, threshold_ms=100))
     run.engine.set_monitor(*monitor("stays", targets.http()))
-    await run.until(lambda: run.engine.metrics.in_flight >= 1)  # "gone" is mid-probe (hanging)
-    ticker = run.engine._workers[("shop", "gone")].ticker
-    task = ticker.task if ticker is not None else None
-    assert task is not None, "mid-probe"
+
+    def gone_probe() -> asyncio.Task[None] | None:
+        ticker = run.engine._workers[("shop", "gone")].ticker
+        return ticker.task if ticker is not None else None
+
+    # "gone" is mid-probe (hanging); in_flight >= 1 alone could be "stays" probing first
+    await run.until(lambda: gone_probe() is not None)
+    task = gone_probe()
+    assert task is not None and run.engine.metrics.in_flight >= 1
     run.engine.remove_monitor(("shop", "gone"))
     assert run.engine.keys() == {("shop", "stays")}
     async with asyncio.timeout(1):
