@@ -84,8 +84,12 @@ def resolve_route(route: Mapping[str, Any], path: str | None) -> ResolvedTarget:
     name = str(meta.get("name") or "")
     host = _admitted_host(route) or str(spec.get("host") or "")
     if not host:
+        # No router has seen it (no status.ingress at all), as in a manifest file: the cluster
+        # assigns the host when the Route is created or admitted, so files left to the operator
+        # may omit it (``check`` warns); a Route a router has seen but not admitted has none.
+        unseen = not (route.get("status") or {}).get("ingress")
         raise TargetError("NoHost", f"Route {name} has no host yet (no admitted status.ingress[].host and no "
-                          "spec.host)")
+                          "spec.host)", missing=unseen)
     scheme = "https" if spec.get("tls") else "http"
     url = with_path(f"{scheme}://{host}", path if path is not None else (spec.get("path") or "/"))
     check_url_safe(url)

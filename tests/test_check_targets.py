@@ -61,6 +61,26 @@ def test_a_target_in_the_cluster_is_a_warning_and_the_monitor_is_explained(tmp_p
     assert explained in run.stdout and "RouteMonitorErrorBudgetBurn" in run.stdout
 
 
+def test_a_route_whose_host_the_cluster_assigns_is_a_warning(tmp_path: Path) -> None:
+    """No spec.host and no status: the router assigns the host on admission, as it does for
+    most Routes (``oc expose``); standalone cannot probe it, the operator will."""
+    route = ("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: web, namespace: shop, "
+             "annotations: {routemonitor.io/slo: '99.9'}}\nspec: {to: {kind: Service, name: web}, tls: {}}\n")
+    path = tmp_path / "route.yaml"
+    path.write_text(route)
+    run = check(path)
+    assert run.returncode == 0, run.stderr
+    [line] = [line for line in run.stderr.splitlines() if ": warning: " in line]
+    assert line.startswith(f"{path}: warning: Route/shop/web: spec.target: NoHost: ") and "standalone" in line, line
+    assert run.stderr.splitlines()[-1] == "1 monitor(s), 0 error(s), 1 warning(s)"
+    assert "target: route web" in run.stdout
+    refused = route.replace("tls: {}}", "tls: {}}\nstatus: {ingress: [{host: web.apps.example, conditions: "
+                            "[{type: Admitted, status: 'False'}]}]}")
+    path.write_text(refused)
+    run = check(path)
+    assert run.returncode == 1 and "error: Route/shop/web: spec.target: NoHost: " in run.stderr, run.stderr
+
+
 def test_a_real_error_beside_a_target_in_the_cluster_still_fails(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(monitor("{route: {name: web}}") + "---\n" +
                                      monitor("{url: 'http://169.254.169.254/'}", name="meta"))
