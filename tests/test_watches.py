@@ -203,3 +203,45 @@ def test_a_kind_not_served_is_asked_for_quietly_and_watched_once_its_crd_is_inst
     asked = [m for level, m in lines if "not served in namespace kwatch; asking again" in m]
     assert len(asked) >= 3 and all(level == "DEBUG" for level, m in lines if "asking again" in m), lines
     assert ("INFO", "Widget (watch-test.example.com/v1) is served now in namespace kwatch: watching it") in lines
+
+
+def test_the_start_up_list_is_the_watchs_own_and_the_watch_goes_on_from_it(cluster: Cluster) -> None:
+    """``prime`` lists once (what exists is observed before any watch runs); ``run`` then watches
+    from that list's version without listing again, and sees what changed in between. A kind not
+    served primes to False at once (no retry loop at start: its watch keeps asking)."""
+    ns = "kprime"
+    admin = admin_client(cluster)
+    admin.create(Namespace.from_dict({"metadata": {"name": ns}}))
+    admin.create(RouteMonitor.from_dict(_monitor(ns, "existing")))
+
+    async def go() -> tuple[list[Event], list[str], bool]:
+        pool, direct = _direct(cluster.admin_kubeconfig)
+        get, lists = direct.get, []
+
+        async def counted(where: str, query: Any) -> Any:
+            lists.append(where)
+            return await get(where, query)
+
+        direct.get = counted  # type: ignore[method-assign]
+        seen: list[Event] = []
+        watch = KindWatch(direct, api_of("routemonitor"), (ns,), known=lambda: [(ns, "existing")],
+                          observe=lambda kind, event, obj: seen.append((event, obj["metadata"]["name"], None)))
+        missing = KindWatch(direct, Api("gizmo", "prime-test.example.com/v1", "Gizmo", "gizmos"), (ns,),
+                            observe=lambda *_: None, known=lambda: [])
+        try:
+            assert await watch.prime() and seen == [(None, "existing", None)]
+            served = await missing.prime()
+            admin.create(RouteMonitor.from_dict(_monitor(ns, "between")))  # after the list, before the watch
+            task = asyncio.create_task(watch.run())
+            await _until("the monitor made in between", lambda: ("ADDED", "between", None) in seen)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            await pool.aclose()
+        return seen, lists, served
+
+    seen, lists, served = asyncio.run(go())
+    assert not served
+    assert [w for w in lists if w.endswith("/routemonitors")] == [
+        rest.path(names.GROUP, names.VERSION, names.PLURAL, ns)], "one list of the RouteMonitors, at start"
+    assert seen == [(None, "existing", None), ("ADDED", "between", None)]

@@ -131,8 +131,11 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
              "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port,
              f"member {settings.member} (leases in {settings.lease_namespace})" if settings.member
              else "one replica (no --member-name or $POD_NAME: no Lease)")
+    world = supervisor.world
+    watches = watch_all(direct, settings.namespaces, observe=supervisor.observe,
+                        known=lambda kind: list(world.objects[kind]))
     try:
-        await supervisor.prime()  # load the world first: nothing is reconciled before the loop starts
+        await supervisor.prime(watches)  # load the world first: nothing is reconciled before the loop starts
         settle_heap()  # the world is loaded: keep full GC passes from stalling the loop
         if membership is not None:
             # join only now, ready to probe its share at once: the others hand over the moment
@@ -145,9 +148,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         slo.begin()
         if scrape_targets is not None:
             tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
-        world = supervisor.world
-        for watch in watch_all(direct, settings.namespaces, observe=supervisor.observe,
-                               known=lambda kind: list(world.objects[kind])):
+        for watch in watches:  # from their start-up lists' versions
             tasks.append(asyncio.create_task(watch.run(), name=f"{watch.api.kind_name} watch"))
         await kopf.operator(
             registry=build_registry(supervisor, on_cleanup=stop_work),

@@ -1,5 +1,5 @@
 """Writes to the Kubernetes API, through lightkube's async client; reads come from the watches
-(:mod:`~route_monitor.operator.watches`).
+(:mod:`~route_monitor.operator.watches`), which also make the operator's first lists.
 
 Nothing is ever written over an object the operator has not checked to be its own: generated
 RouteMonitors and PrometheusRules are *created* (refused with 409 when anything holds the name),
@@ -22,12 +22,10 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, Service
-from lightkube.resources.networking_v1 import Ingress
+from lightkube.resources.core_v1 import Event
 from lightkube.types import CascadeType, PatchType
 
 from alert_rules import names
-from route_monitor import sources
 from route_monitor.operator.apierrors import status_code
 from route_monitor.operator.leaseapi import LeaseRequests
 from route_monitor.operator.metrics import OperatorMetrics
@@ -37,14 +35,6 @@ RouteMonitor = create_namespaced_resource(names.GROUP, names.VERSION, names.KIND
 PrometheusRule = create_namespaced_resource("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules")
 Route = create_namespaced_resource("route.openshift.io", "v1", "Route", "routes")
 COMPONENT = "route-monitor"
-_BUILTIN: dict[str, Any] = {"service": Service, "ingress": Ingress, "route": Route}
-
-
-def _resource(kind: str, api_version: str, kind_name: str, plural: str) -> Any:
-    if kind in _BUILTIN:
-        return _BUILTIN[kind]
-    group, _, version = api_version.rpartition("/")
-    return create_namespaced_resource(group, version, kind_name, plural)
 
 
 def _path(res: Any, obj: Mapping[str, Any], *, item: bool = False) -> str:
@@ -53,13 +43,6 @@ def _path(res: Any, obj: Mapping[str, Any], *, item: bool = False) -> str:
     meta = obj["metadata"]
     return path(info.resource.group, info.resource.version, info.plural, meta["namespace"],
                 meta["name"] if item else None)
-
-
-WATCHED: dict[str, Any] = {
-    **{s.kind: _resource(s.kind, s.api_version, s.kind_name, s.plural) for s in sources.SOURCES},
-    **{kind: _resource(kind, *row) for kind, row in sources.DEPENDENCIES.items()},
-    "routemonitor": RouteMonitor,
-}
 
 
 _REQUESTS: ContextVar[int] = ContextVar("route_monitor_kube_requests", default=0)
@@ -85,21 +68,6 @@ class KubeWriter(LeaseRequests):
     def _count(self, verb: str, resource: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()
         _REQUESTS.set(_REQUESTS.get() + 1)
-
-    async def list_all(self, kind: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
-        """Every object of ``kind`` (a key of :data:`WATCHED`) in ``namespaces`` (all when empty);
-        None when the API does not exist here (e.g. no Routes outside OpenShift)."""
-        res = WATCHED[kind]
-        out: list[dict[str, Any]] = []
-        try:
-            for ns in namespaces or (ALL_NS,):
-                async for obj in self._client.list(res, namespace=ns, chunk_size=500):
-                    out.append(obj.to_dict() if hasattr(obj, "to_dict") and not isinstance(obj, dict) else dict(obj))
-        except Exception as e:  # an API group not served answers a plain 404, not an ApiError
-            if status_code(e) == 404:
-                return None
-            raise
-        return out
 
     @staticmethod
     def _at_version(manifest: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:

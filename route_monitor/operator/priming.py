@@ -1,39 +1,36 @@
 """The operator's first view of the cluster: one list of each kind it watches (and of its own
 PrometheusRules) before any reconcile, each list tried again until the API answers
-(:mod:`~route_monitor.operator.patience`). A kind this cluster does not serve is said once."""
+(:mod:`~route_monitor.operator.patience`). A kind this cluster does not serve is said once.
+The kinds' lists are the watches' own (:meth:`KindWatch.prime`), which then watch from them."""
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from route_monitor import sources
 from route_monitor.operator.kube import KubeWriter
 from route_monitor.operator.patience import until_answered
-from route_monitor.operator.world import KINDS, Kind
+from route_monitor.operator.watches import KindWatch
 
 log = logging.getLogger("route_monitor.operator.supervisor")
 
 
-async def load(kube: KubeWriter, namespaces: tuple[str, ...], *, observe: Callable[[Kind, str | None, Any], None],
+async def load(watches: Iterable[KindWatch], kube: KubeWriter, namespaces: tuple[str, ...], *,
                seed: Callable[[list[dict[str, Any]]], None]) -> None:
-    """``observe`` every object of every watched kind in ``namespaces`` (all when empty); ``seed``
-    the rule cache with route-monitor's PrometheusRules."""
-    for kind in KINDS:
-        items = await until_answered(f"listing {kind}", functools.partial(kube.list_all, kind, namespaces))
-        if items is None:
-            log.warning("%s: logged once; watched for, and used once its CRD is installed", _not_served(kind))
-            continue
-        for obj in items:
-            observe(kind, None, obj)
+    """Each watch's first list (observed as it comes, into the world), then ``seed`` the rule
+    cache with route-monitor's PrometheusRules."""
+    for watch in watches:
+        if not await watch.prime():
+            log.warning("%s: logged once; watched for, and used once its CRD is installed",
+                        _not_served(watch.api.kind))
     rules = await until_answered("listing route-monitor's PrometheusRules", lambda: kube.list_our_rules(namespaces))
     if rules is not None:
         seed(rules)
 
 
-def _not_served(kind: Kind) -> str:
+def _not_served(kind: str) -> str:
     """What it means that this cluster does not serve ``kind``'s API (no Routes outside OpenShift...)."""
     if kind in sources.BY_KIND:
         source = sources.BY_KIND[kind]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from route_monitor.logs import monitor_extra
@@ -29,6 +29,7 @@ from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard, moved
 from route_monitor.operator.trim import HeapTrimmer
+from route_monitor.operator.watches import KindWatch
 from route_monitor.operator.workqueue import WorkQueue
 from route_monitor.operator.world import Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
@@ -84,11 +85,12 @@ class Supervisor:
         if kind == "routemonitor":
             self.reconciler.status.seen(key_of(obj))
 
-    async def prime(self) -> None:
-        """Fill the world from one list of each kind before any reconcile, so that a restart
-        sees Routes and RouteMonitors together (no transient "Route not found" status, no
-        needless writes). The watches' own first lists then change nothing."""
-        await priming.load(self._kube, self.settings.namespaces, observe=self.observe, seed=self.reconciler.rules.seed)
+    async def prime(self, watches: Iterable[KindWatch]) -> None:
+        """Fill the world from one list of each kind (``watches``, which ``observe`` into it)
+        before any reconcile, so that a restart sees Routes and RouteMonitors together (no
+        transient "Route not found" status, no needless writes); the watches then go on from
+        those lists."""
+        await priming.load(watches, self._kube, self.settings.namespaces, seed=self.reconciler.rules.seed)
         log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
 
     def membership_changed(self, before: Shard, after: Shard) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from alert_rules import names
 from route_monitor import sources
 from route_monitor.operator.apierrors import status_code
-from route_monitor.operator.patience import DELAYS
+from route_monitor.operator.patience import DELAYS, until_answered
 from route_monitor.operator.rest import Rest, path
 from route_monitor.operator.world import KINDS, Key, Kind
 
@@ -87,13 +87,38 @@ class KindWatch:
         """Scopes whose API has answered during this run."""
         self._not_served: set[str | None] = set()
         """Scopes answered 404 before their API ever answered (no CRD yet)."""
+        self._primed: dict[str | None, str] = {}
+        """The resourceVersion of each scope's start-up list (:meth:`prime`), where its watch starts."""
+
+    async def prime(self) -> bool:
+        """The start-up list of every scope, observed before the watches run: each is tried again
+        until the API answers (:func:`patience.until_answered`), and its watch later starts from
+        its version (one list per kind at start, not two). False when the API is not served
+        (404: no CRD yet); :meth:`run` then keeps asking."""
+        served = True
+        for ns in self._scopes:
+            version = await until_answered(f"listing {self.api.kind_name}s{_where(ns)}",
+                                           functools.partial(self._first_list, ns))
+            if version is None:
+                served = False
+            else:
+                self._primed[ns] = version
+        return served
+
+    async def _first_list(self, namespace: str | None) -> str | None:
+        try:
+            return await self._relist(namespace)
+        except Exception as e:
+            if status_code(e) == 404 and namespace not in self._served:
+                return None
+            raise
 
     async def run(self) -> None:
         await asyncio.gather(*(self._scope(ns) for ns in self._scopes))
 
     async def _scope(self, namespace: str | None) -> None:
         loop = asyncio.get_running_loop()
-        version: str | None = None
+        version: str | None = self._primed.pop(namespace, None)
         while True:
             started = loop.time()
             try:
