@@ -1,5 +1,6 @@
-"""Client CPU per API write (issue 16): lightkube on httpx's own transport against lightkube on
-the operator's aiohttp transport (``route_monitor.operator.transport``), same writes, same run.
+"""Client CPU per API write (issue 16): lightkube on httpx's own transport, lightkube on the
+operator's aiohttp transport (``route_monitor.operator.transport``), and the operator's direct
+path over that pool (``route_monitor.operator.rest``, what ``KubeWriter`` sends): same writes, same run.
 
     .venv/bin/python -m benchmarks.kube_writes [--n 500]
 
@@ -22,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from lightkube import AsyncClient, KubeConfig
+from lightkube.types import PatchType
 
 from alert_rules import names
 from benchmarks.operator_bench import NS, api, cpu_seconds
 from route_monitor.annotations import monitor_manifest
-from route_monitor.operator import plan, transport
-from route_monitor.operator.kube import KubeWriter
+from route_monitor.operator import plan, rest, transport
+from route_monitor.operator.kube import KubeWriter, PrometheusRule, RouteMonitor
 from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.spec import parse_routemonitor
 from tests.support.cluster import start_cluster
@@ -40,16 +42,35 @@ def _route(name: str) -> dict[str, Any]:
             "spec": {"host": "127.0.0.1:9", "to": {"kind": "Service", "name": name}}}
 
 
-async def _writes(kube: KubeWriter, prefix: str, n: int) -> None:
+STATUS = {"observedGeneration": 1, "url": "http://127.0.0.1:9/", "conditions": [
+    {"type": "Ready", "status": "True", "reason": "Ready", "message": "probing and alerting rules applied"}]}
+
+
+class _Lightkube:
+    """The same three writes through lightkube's models (what ``KubeWriter`` sent before it went direct)."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create_monitor(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        return dict((await self._client.create(RouteMonitor.from_dict(manifest))).to_dict())  # type: ignore[no-untyped-call]
+
+    async def create_rule(self, rule: dict[str, Any]) -> None:
+        await self._client.create(PrometheusRule.from_dict(rule))
+
+    async def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        await self._client.patch(RouteMonitor.Status, name, {"status": status}, namespace=namespace,
+                                 patch_type=PatchType.MERGE, field_manager=names.FIELD_MANAGER)
+
+
+async def _writes(kube: Any, prefix: str, n: int) -> None:
     async def one(i: int) -> None:
         name = f"{prefix}{i:05d}"
         manifest = monitor_manifest(_route(name), "route")
         monitor = await kube.create_monitor(manifest)
         rule = plan.rule_object(parse_routemonitor(monitor), monitor)
         await kube.create_rule(rule)
-        await kube.patch_status(NS, name, {"observedGeneration": 1, "url": "http://127.0.0.1:9/",
-                                           "conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
-                                                           "message": "probing and alerting rules applied"}]})
+        await kube.patch_status(NS, name, STATUS)
 
     sem = asyncio.Semaphore(8)
 
@@ -60,11 +81,16 @@ async def _writes(kube: KubeWriter, prefix: str, n: int) -> None:
     await asyncio.gather(*(bounded(i) for i in range(n)))
 
 
-async def _measure(config: KubeConfig, prefix: str, n: int, aio: bool, apiserver_pid: int) -> dict[str, float]:
+async def _measure(config: KubeConfig, prefix: str, n: int, path: str, apiserver_pid: int) -> dict[str, float]:
     from prometheus_client import CollectorRegistry
-    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER,
-                         transport=transport.for_config(config) if aio else None)
-    kube = KubeWriter(client, OperatorMetrics(CollectorRegistry()))
+    pool = transport.for_config(config) if path != "httpx" else None
+    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
+    kube: Any = _Lightkube(client)
+    if path == "direct":
+        assert pool is not None
+        direct = rest.for_config(config, pool.session)
+        assert direct is not None
+        kube = KubeWriter(client, OperatorMetrics(CollectorRegistry()), rest=direct)
     await _writes(kube, prefix + "w", 20)  # warm: connections, imports
     cpu0, api0, t0 = time.process_time(), cpu_seconds(apiserver_pid), time.monotonic()
     await _writes(kube, prefix, n)
@@ -89,8 +115,8 @@ def main() -> None:
         pid = cluster.procs["kube-apiserver"].pid
         out: dict[str, Any] = {"n": args.n, "load_average": os.getloadavg()}
         for r in range(args.rounds):  # alternate, so drifting load hits both alike
-            for label, aio in (("httpx", False), ("aiohttp", True)):
-                out[f"{label} round {r + 1}"] = asyncio.run(_measure(config, f"{label[0]}{r}-", args.n, aio, pid))
+            for label in ("httpx", "aiohttp", "direct"):
+                out[f"{label} round {r + 1}"] = asyncio.run(_measure(config, f"{label[0]}{r}-", args.n, label, pid))
         print(json.dumps(out, indent=2))
     finally:
         cluster.stop()

@@ -1,6 +1,4 @@
-"""The operator's direct write path (``route_monitor.operator.rest``) against the real apiserver,
-and lightkube's path (no longer used by the operator, kept for ``benchmarks/kube_writes.py``'s
-comparison) doing the same writes.
+"""The operator's direct write path (``route_monitor.operator.rest``) against the real apiserver.
 
 What a user would check: the objects are stored as sent, under the field manager
 ``route-monitor``; a taken name, a stale version, a missing object and a refused token come back
@@ -43,18 +41,18 @@ def _route(ns: str, name: str) -> dict[str, Any]:
             "spec": {"host": "example.com", "to": {"kind": "Service", "name": name}}}
 
 
-async def _writer(config: KubeConfig, direct: bool) -> tuple[KubeWriter, AsyncClient]:
+async def _writer(config: KubeConfig) -> tuple[KubeWriter, AsyncClient]:
     pool = transport.for_config(config)
     assert pool is not None
     client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
-    direct_path = rest.for_config(config, pool.session) if direct else None
-    assert (direct_path is not None) == direct
+    direct_path = rest.for_config(config, pool.session)
+    assert direct_path is not None
     return KubeWriter(client, OperatorMetrics(CollectorRegistry()), rest=direct_path), client
 
 
-def _run(cluster: Cluster, direct: bool, body: Callable[[KubeWriter], Any]) -> Any:
+def _run(cluster: Cluster, body: Callable[[KubeWriter], Any]) -> Any:
     async def go() -> Any:
-        writer, client = await _writer(KubeConfig.from_file(cluster.admin_kubeconfig), direct)
+        writer, client = await _writer(KubeConfig.from_file(cluster.admin_kubeconfig))
         try:
             return await body(writer)
         finally:
@@ -62,9 +60,8 @@ def _run(cluster: Cluster, direct: bool, body: Callable[[KubeWriter], Any]) -> A
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("direct", [True, False], ids=["direct", "lightkube"])
-def test_a_new_monitors_writes_are_stored_as_sent_and_errors_are_api_errors(cluster: Cluster, direct: bool) -> None:
-    ns = f"rest-{'direct' if direct else 'lightkube'}"
+def test_a_new_monitors_writes_are_stored_as_sent_and_errors_are_api_errors(cluster: Cluster) -> None:
+    ns = "rest-direct"
     admin_client(cluster).create(Namespace.from_dict({"metadata": {"name": ns}}))
 
     async def writes(kube: KubeWriter) -> dict[str, Any]:
@@ -87,7 +84,7 @@ def test_a_new_monitors_writes_are_stored_as_sent_and_errors_are_api_errors(clus
             rule["metadata"]["resourceVersion"])
         return {"monitor": monitor, "rule": rule, "replaced": replaced, "errors": errors}
 
-    out = _run(cluster, direct, writes)
+    out = _run(cluster, writes)
     assert out["monitor"]["metadata"]["uid"] and out["monitor"]["spec"]["target"] == {"route": {"name": "web"}}
     assert out["rule"]["kind"] == "PrometheusRule" and out["rule"]["spec"]["groups"]
     assert out["replaced"]["metadata"]["labels"]["extra"] == "1"
@@ -104,7 +101,7 @@ def test_a_refused_token_is_an_api_error_401(cluster: Cluster, tmp_path: Path) -
     bad.write_text(yaml.safe_dump(kubeconfig(cluster.server, "not-a-token", "nobody")))
 
     async def go() -> int | None:
-        writer, client = await _writer(KubeConfig.from_file(bad), True)
+        writer, client = await _writer(KubeConfig.from_file(bad))
         try:
             await writer.patch_status("default", "x", {"url": "x"})
         except ApiError as e:

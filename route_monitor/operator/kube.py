@@ -23,7 +23,7 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
-from lightkube.types import CascadeType, PatchType
+from lightkube.types import CascadeType
 
 from alert_rules import names
 from route_monitor.operator.apierrors import status_code
@@ -57,11 +57,12 @@ def requests_made() -> int:
 class KubeWriter(LeaseRequests):
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
-    def __init__(self, client: AsyncClient, metrics: OperatorMetrics, *, instance: str | None = None,
-                 rest: Rest | None = None) -> None:
+    def __init__(self, client: AsyncClient, metrics: OperatorMetrics, *, rest: Rest,
+                 instance: str | None = None) -> None:
         self._client = client
+        """lightkube, for what is rare: listing PrometheusRules, deletes, Events, Leases."""
         self._rest = rest
-        """The direct path for the writes each new monitor costs; None: all through lightkube."""
+        """The direct path (``operator/rest.py``) for the reads and writes each monitor costs."""
         self._metrics = metrics
         self._instance = instance or socket.gethostname()
 
@@ -78,22 +79,14 @@ class KubeWriter(LeaseRequests):
     async def create_monitor(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Create a generated RouteMonitor; 409 if any object holds the name (never overwritten)."""
         self._count("create", names.PLURAL)
-        if self._rest is not None:
-            return await self._rest.create(_path(RouteMonitor, manifest), manifest)
-        obj: Any = RouteMonitor.from_dict(dict(manifest))
-        created = await self._client.create(obj)
-        return dict(created.to_dict())
+        return await self._rest.create(_path(RouteMonitor, manifest), manifest)
 
     async def replace_monitor(self, manifest: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:
         """Replace a generated RouteMonitor, the one read as ours (uid, version); returns it as stored.
         A replace, not an apply: the object was created by POST, whose fields an apply would not own."""
         self._count("update", names.PLURAL)
-        if self._rest is not None:
-            return await self._rest.replace(_path(RouteMonitor, manifest, item=True),
-                                            self._at_version(manifest, uid, resource_version))
-        obj: Any = RouteMonitor.from_dict(self._at_version(manifest, uid, resource_version))
-        replaced = await self._client.replace(obj)
-        return dict(replaced.to_dict())
+        return await self._rest.replace(_path(RouteMonitor, manifest, item=True),
+                                        self._at_version(manifest, uid, resource_version))
 
     async def get_monitor(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The RouteMonitor at ``name`` as the API server has it now, or None."""
@@ -111,15 +104,11 @@ class KubeWriter(LeaseRequests):
         """The object at ``name`` (a namespaced ``res``) as the API server has it now, or None."""
         self._count("get", resource)
         try:
-            if self._rest is not None:
-                return await self._rest.get(_path(res, {"metadata": {"namespace": namespace, "name": name}},
-                                                  item=True), {})
-            obj = await self._client.get(res, name, namespace=namespace)
+            return await self._rest.get(_path(res, {"metadata": {"namespace": namespace, "name": name}}, item=True), {})
         except ApiError as e:
             if status_code(e) == 404:
                 return None
             raise
-        return dict(obj.to_dict())
 
     async def list_our_rules(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
         """The PrometheusRules labelled as route-monitor's; None when the API is not installed."""
@@ -139,21 +128,13 @@ class KubeWriter(LeaseRequests):
     async def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]:
         """Create a PrometheusRule; 409 if any object holds the name (never overwritten)."""
         self._count("create", "prometheusrules")
-        if self._rest is not None:
-            return await self._rest.create(_path(PrometheusRule, rule), rule)
-        obj: Any = PrometheusRule.from_dict(dict(rule))
-        created = await self._client.create(obj)
-        return dict(created.to_dict())
+        return await self._rest.create(_path(PrometheusRule, rule), rule)
 
     async def replace_rule(self, rule: Mapping[str, Any], uid: str, resource_version: str) -> dict[str, Any]:
         """Replace a PrometheusRule, the one read as ours (uid, version); 409 if it changed since."""
         self._count("update", "prometheusrules")
-        if self._rest is not None:
-            return await self._rest.replace(_path(PrometheusRule, rule, item=True),
-                                            self._at_version(rule, uid, resource_version))
-        obj: Any = PrometheusRule.from_dict(self._at_version(rule, uid, resource_version))
-        replaced = await self._client.replace(obj)
-        return dict(replaced.to_dict())
+        return await self._rest.replace(_path(PrometheusRule, rule, item=True),
+                                        self._at_version(rule, uid, resource_version))
 
     async def delete_rule(self, namespace: str, name: str, uid: str) -> None:
         await self._delete(PrometheusRule, "prometheusrules", namespace, name, uid)
@@ -180,12 +161,8 @@ class KubeWriter(LeaseRequests):
 
     async def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self._count("patch", names.PLURAL + "/status")
-        if self._rest is not None:
-            await self._rest.merge_patch(path(names.GROUP, names.VERSION, names.PLURAL, namespace, name, "status"),
-                                         {"status": dict(status)})
-            return
-        await self._client.patch(RouteMonitor.Status, name, {"status": dict(status)}, namespace=namespace,
-                                 patch_type=PatchType.MERGE, field_manager=names.FIELD_MANAGER)
+        await self._rest.merge_patch(path(names.GROUP, names.VERSION, names.PLURAL, namespace, name, "status"),
+                                     {"status": dict(status)})
 
     async def warn(self, involved: Mapping[str, str], reason: str, message: str) -> None:
         self._count("create", "events")

@@ -8,15 +8,13 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.types import PatchType
 
-from alert_rules import names
 from route_monitor.operator.rest import Rest, path
 
 
 class LeaseRequests:
     _client: AsyncClient
-    _rest: Rest | None
+    _rest: Rest
 
     def _count(self, verb: str, resource: str) -> None:
         raise NotImplementedError
@@ -31,12 +29,8 @@ class LeaseRequests:
 
     async def patch_lease(self, namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         self._count("patch", "leases")
-        if self._rest is not None:
-            return await self._rest.merge_patch(path("coordination.k8s.io", "v1", "leases", namespace, name),
-                                                {"spec": dict(spec)})
-        patched = await self._client.patch(Lease, name, {"spec": dict(spec)}, namespace=namespace,
-                                           patch_type=PatchType.MERGE, field_manager=names.FIELD_MANAGER)
-        return dict(patched.to_dict())
+        return await self._rest.merge_patch(path("coordination.k8s.io", "v1", "leases", namespace, name),
+                                            {"spec": dict(spec)})
 
     async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
         await self._delete(Lease, "leases", namespace, name, uid)
