@@ -137,8 +137,5 @@ def test_the_token_file_is_read_again_when_the_kubelet_rotates_it(tmp_path: Path
 def test_users_authenticated_through_a_plugin_get_no_direct_path(user: dict[str, Any], direct: bool) -> None:
     """Exec plugins and auth providers: the operator refuses them at start (``unsupported_user``);
     a token, a token file, a client certificate, basic auth or no credentials at all go direct."""
-    config = KubeConfig.from_dict({"clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-                                   "users": [{"name": "u", "user": user}],
-                                   "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                                   "current-context": "x"})
+    config = KubeConfig.from_dict(kubeconfig("https://127.0.0.1:6443", "", "u", credentials=user))
     assert (rest.for_config(config, lambda: None) is not None) == direct  # type: ignore[arg-type,return-value]

@@ -20,6 +20,7 @@ from lightkube import KubeConfig
 from route_monitor.cli import build_parser
 from route_monitor.commands.operator import settings_from_args
 from route_monitor.operator import rest
+from tests.support.cluster import kubeconfig
 
 
 def settings(*argv: str, **env: str):  # type: ignore[no-untyped-def]
@@ -69,11 +70,7 @@ def test_bad_rule_flags_are_one_clear_error(argv: tuple[str, ...], capsys: pytes
 
 def _kubeconfig(tmp_path: Path, user: dict[str, object]) -> Path:
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    path.write_text(yaml.safe_dump(kubeconfig("https://127.0.0.1:1", "", "u", credentials=user)))
     return path
 
 

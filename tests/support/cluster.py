@@ -57,11 +57,13 @@ OPERATOR_TOKEN = "operator-token"
 OPERATOR_USER = "route-monitor-operator"
 
 
-def kubeconfig(server: str, token: str, user: str) -> dict[str, Any]:
+def kubeconfig(server: str, token: str, user: str, *, credentials: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A kubeconfig for ``server`` whose user sends ``token``, or ``credentials`` (a kubeconfig
+    user's fields: a client certificate, an exec plugin...) instead."""
     return {
         "apiVersion": "v1", "kind": "Config", "current-context": "test",
         "clusters": [{"name": "test", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": user, "user": {"token": token}}],
+        "users": [{"name": user, "user": {"token": token} if credentials is None else credentials}],
         "contexts": [{"name": "test", "context": {"cluster": "test", "user": user, "namespace": "default"}}],
     }
 
