@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alert_rules import names
+from route_monitor.operator import packed
 from route_monitor.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
 
 __all__ = ["KINDS", "Key", "Kind", "Ref", "World", "key_of", "target_ref", "trimmed"]
@@ -32,7 +33,7 @@ _STATUS_IGNORED = ("service", "ingress", *DEPENDENCIES)
 """Kinds whose status nothing reads (a Service's, an Ingress's load balancer, a Gateway's)."""
 
 
-def trimmed(obj: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
+def trimmed(obj: Mapping[str, Any], kind: Kind, *, compact: bool = True) -> dict[str, Any]:
     """What the operator keeps of an object: no managedFields or selfLink, no last-applied
     configuration of the sources (Routes, Services...); a RouteMonitor's own status
     is kept (it is compared with what the operator wrote); statuses nothing reads are dropped.
@@ -48,8 +49,10 @@ def trimmed(obj: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
         # annotations are kept whole (a replacement of a generated one keeps others' annotations)
         meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED}
     out["metadata"] = meta
-    compact: dict[str, Any] = _compact(out)
-    return compact
+    if not compact:  # about to be packed (``packed.pack``): interning would be wasted
+        return out
+    interned: dict[str, Any] = _compact(out)
+    return interned
 
 
 def _compact(value: Any) -> Any:
@@ -95,43 +98,60 @@ def _depends(kind: Kind, obj: Mapping[str, Any] | None) -> set[Ref]:
     return set(source.depends(obj)) if source is not None and obj is not None else set()
 
 
+Held = dict[str, Any] | bytes
+"""An object as the world holds it: a dict, or (a source without an objective) packed JSON
+(:mod:`~route_monitor.operator.packed`); read it through :meth:`World.lookup`."""
+
+
+def _opted_in(obj: Mapping[str, Any]) -> bool:
+    return names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})
+
+
 @dataclass
 class World:
-    objects: dict[Kind, dict[Key, dict[str, Any]]] = field(default_factory=lambda: {k: {} for k in KINDS})
+    objects: dict[Kind, dict[Key, Held]] = field(default_factory=lambda: {k: {} for k in KINDS})
     _targeting: dict[Ref, tuple[Key, ...]] = field(default_factory=dict)
     """Reverse index: source object -> monitors whose target names it."""
     _depending: dict[Ref, tuple[Ref, ...]] = field(default_factory=dict)
     """Reverse index: dependency (a Gateway) -> source objects whose resolution reads it."""
 
     @property
-    def routes(self) -> dict[Key, dict[str, Any]]:
+    def routes(self) -> dict[Key, Held]:
         return self.objects["route"]
 
     @property
-    def services(self) -> dict[Key, dict[str, Any]]:
+    def services(self) -> dict[Key, Held]:
         return self.objects["service"]
 
     @property
     def monitors(self) -> dict[Key, dict[str, Any]]:
-        return self.objects["routemonitor"]
+        return self.objects["routemonitor"]  # type: ignore[return-value]  # never packed
 
     def lookup(self, kind: str, key: Key) -> dict[str, Any] | None:
-        return self.objects.get(kind, {}).get(key)
+        held = self.objects.get(kind, {}).get(key)
+        return None if held is None else packed.unpack(held)
 
     def observe(self, kind: Kind, event_type: str | None, obj: Mapping[str, Any]) -> set[Key]:
         """Record one watch event; return the monitor keys it may change."""
         key = key_of(obj)
         store = self.objects[kind]
-        old = store.get(key)
-        new = None if event_type == "DELETED" else trimmed(obj, kind)
+        held = store.get(key)
+        pack = event_type != "DELETED" and kind in BY_KIND and not _opted_in(obj)
+        new = None if event_type == "DELETED" else trimmed(obj, kind, compact=not pack)
+        keep: Held | None = new
+        if pack and new is not None:
+            keep = packed.pack(new)  # a source without an objective, rarely read: ~0.8 KiB, not ~2
+            if keep == held:
+                return set()
+        old = None if held is None else packed.unpack(held)
         if _essence(old, kind) == _essence(new, kind):
-            if new is not None:
-                store[key] = new
+            if keep is not None:
+                store[key] = keep
             return set()
-        if new is None:
+        if keep is None:
             store.pop(key, None)
         else:
-            store[key] = new
+            store[key] = keep
         if kind == "routemonitor":
             _reindex(self._targeting, key, target_ref(old) if old else None, target_ref(new) if new else None)
             return {key}
@@ -149,7 +169,7 @@ class World:
     def opted_in_keys(self) -> set[Key]:
         """Keys of annotated sources (their monitors may not exist yet)."""
         return {k for s in SOURCES for k, obj in self.objects[s.kind].items()
-                if names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})}
+                if not isinstance(obj, bytes) and _opted_in(obj)}
 
 
 def _reindex(index: dict[Any, tuple[Any, ...]], member: Any, old: Any, new: Any) -> None:
