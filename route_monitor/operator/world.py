@@ -6,7 +6,8 @@ question for the supervisor: which monitors (``(namespace, name)`` keys) does a 
 A source's change touches the monitor of the same name (generated from its annotations) and
 every RouteMonitor whose target names it; a dependency's change (a Gateway) touches what the
 sources that read it touch. A relist after a reconnect delivers objects that did not change:
-those touch nothing.
+those touch nothing. Sources without an objective, most of a cluster's, are held packed
+(:mod:`~route_monitor.operator.packed`) and decoded by :meth:`World.lookup`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from alert_rules import names
+from route_monitor.annotations import is_opted_in
 from route_monitor.operator import packed
 from route_monitor.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
 
@@ -103,10 +104,6 @@ Held = dict[str, Any] | bytes
 (:mod:`~route_monitor.operator.packed`); read it through :meth:`World.lookup`."""
 
 
-def _opted_in(obj: Mapping[str, Any]) -> bool:
-    return names.ANN_SLO in ((obj.get("metadata") or {}).get("annotations") or {})
-
-
 @dataclass
 class World:
     objects: dict[Kind, dict[Key, Held]] = field(default_factory=lambda: {k: {} for k in KINDS})
@@ -136,7 +133,7 @@ class World:
         key = key_of(obj)
         store = self.objects[kind]
         held = store.get(key)
-        pack = event_type != "DELETED" and kind in BY_KIND and not _opted_in(obj)
+        pack = event_type != "DELETED" and kind in BY_KIND and not is_opted_in(obj)
         new = None if event_type == "DELETED" else trimmed(obj, kind, compact=not pack)
         keep: Held | None = new
         if pack and new is not None:
@@ -169,7 +166,7 @@ class World:
     def opted_in_keys(self) -> set[Key]:
         """Keys of annotated sources (their monitors may not exist yet)."""
         return {k for s in SOURCES for k, obj in self.objects[s.kind].items()
-                if not isinstance(obj, bytes) and _opted_in(obj)}
+                if not isinstance(obj, bytes) and is_opted_in(obj)}
 
 
 def _reindex(index: dict[Any, tuple[Any, ...]], member: Any, old: Any, new: Any) -> None:
