@@ -130,7 +130,7 @@ def _owned(crd: dict[str, Any]) -> list[dict[str, Any]]:
             "displayName": "Route Monitor",
             "description": "One blackbox SLO: what to probe (a Route, HTTPRoute, Ingress, Service or URL), how "
                            "often, the availability and latency objectives, and which alerts page.",
-            "resources": [{"kind": "PrometheusRule", "name": "", "version": "v1"}],
+            "resources": [{"kind": "PrometheusRule", "name": "prometheusrules", "version": "v1"}],
             "specDescriptors": [
                 {"path": "target", "displayName": "Target", "description": "What to probe."},
                 {"path": "slo.availability", "displayName": "Availability objective (%)",

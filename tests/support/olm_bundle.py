@@ -187,9 +187,9 @@ def _example_problems(annotations: dict[str, Any], spec: dict[str, Any]) -> list
     provided = {_gvk(o.get("name", ""), o.get("version", ""), o.get("kind", ""))
                 for o in (spec.get("customresourcedefinitions") or {}).get("owned") or []}
     given = set()
-    for e in examples:
-        group, _, version = str(e.get("apiVersion", "")).rpartition("/")
-        given.add((group, version, e.get("kind")))
+    for example in examples:
+        group, _, version = str(example.get("apiVersion", "")).rpartition("/")
+        given.add((group, version, str(example.get("kind"))))
     out = [f"CSV: alm-examples: {g}/{v} {k} is not a provided API" for g, v, k in sorted(given - provided, key=str)]
     out += [f"CSV: provided API {g}/{v} {k} has no alm-examples entry" for g, v, k in sorted(provided - given)]
     return out
@@ -263,7 +263,7 @@ def crd_problems(objects: list[dict[str, Any]], csv: dict[str, Any]) -> list[str
         if crd.get("apiVersion") not in ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"):
             out.append(f"CRD {crd['metadata']['name']}: unsupported apiVersion {crd.get('apiVersion')}")
         spec = crd.get("spec") or {}
-        in_bundle += [(spec.get("group"), v.get("name"), (spec.get("names") or {}).get("kind"))
+        in_bundle += [(str(spec.get("group")), str(v.get("name")), str((spec.get("names") or {}).get("kind")))
                       for v in spec.get("versions") or []]
     owned = [_gvk(o.get("name", ""), o.get("version", ""), o.get("kind", ""))
              for o in ((csv.get("spec") or {}).get("customresourcedefinitions") or {}).get("owned") or []]
