@@ -159,3 +159,8 @@ def test_user_docs_speak_to_users_and_their_links_resolve(doc: Path) -> None:
         if anchor and linked.suffix == ".md":
             headings = {_slug(h) for h in re.findall(r"^#+ (.+)$", linked.read_text(), re.M)}
             assert anchor in headings, f"{doc.name}: {target}"
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = set(re.findall(r"\]\(docs/([^)#]+)", README))
+    assert linked == {p.name for p in (ROOT / "docs").glob("*.md")}
