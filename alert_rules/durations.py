@@ -71,7 +71,3 @@ def format_ms(ms: int) -> str:
             parts.append(f"{n}{unit}")
     return "".join(parts)
 
-
-def format_seconds(seconds: float) -> str:
-    """Render seconds as a Prometheus duration (rounded to the millisecond)."""
-    return format_ms(round(seconds * 1000))

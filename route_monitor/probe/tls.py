@@ -67,7 +67,3 @@ def not_after(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> float | None:
     except ValueError:
         return None
 
-
-def is_certificate_error(exc: BaseException) -> bool:
-    """The handshake failed on the certificate (chain, expiry, hostname), not on TLS itself."""
-    return isinstance(exc, ssl.SSLCertVerificationError)
