@@ -227,7 +227,10 @@ def test_route_stand_in_accepts_a_loopback_host_with_port(cluster: Cluster, crd_
 
 
 def test_examples_are_routemonitors_the_crd_names() -> None:
+    checked = 0
     for path in sorted(Path(ROOT / "examples").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and doc.get("kind") == "RouteMonitor":
                 assert doc["apiVersion"] == f"{CRD['spec']['group']}/{VERSION['name']}", path
+                checked += 1
+    assert checked >= 1, "no RouteMonitor found in examples/"

@@ -63,6 +63,7 @@ def test_contract_4_alerts_and_toggles(page: bool, ticket: bool, latency: bool) 
 def test_every_alert_carries_identity_annotations_and_the_monitors_own() -> None:
     s = slo(latency=True, labels={"team": "payments", "severity": "low", "namespace": "x"},
             annotations={"dashboard": "https://grafana/d/1", "runbook_url": "https://runbooks/checkout"})
+    assert len(alerts(s)) >= 6
     for rule in alerts(s):
         labels, ann = rule["labels"], rule["annotations"]
         assert labels["namespace"] == "shop" and labels["monitor"] == "checkout"
@@ -76,6 +77,7 @@ def test_every_alert_carries_identity_annotations_and_the_monitors_own() -> None
 
 
 def test_default_runbook_points_at_the_alerts_anchor() -> None:
+    assert alerts(slo())
     for rule in alerts(slo()):
         assert rule["annotations"]["runbook_url"].endswith("#" + rule["alert"].lower())
 
@@ -90,6 +92,7 @@ def test_burn_description_states_the_numbers() -> None:
 
 def test_annotations_and_labels_are_literal_text_not_templates() -> None:
     s = slo(labels={"team": "a{{b"}, annotations={"note": "see {{ $value }}"})
+    assert alerts(s)
     for rule in alerts(s):
         assert rule["labels"]["team"] == 'a{{ "{{" }}b'
         assert rule["annotations"]["note"] == 'see {{ "{{" }} $value }}'
@@ -111,15 +114,18 @@ _RAW = re.compile(r"(route_monitor_[a-z_]+)\{[^}]*\}(?:\[(\w+)\]| offset (\w+))?
 
 
 def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
+    reads = 0
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
             raw = list(_RAW.finditer(rule["expr"]))
+            reads += len(raw)
             for m in raw:
                 assert 'namespace="shop",monitor="checkout"' in m.group(0)
                 window = m.group(2) or m.group(3)
                 assert window in (None, "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
             if raw and "record" in rule:
                 assert "sum by (namespace, monitor)" in rule["expr"]
+    assert reads >= 4, "no raw read of the probe series found: the pattern no longer matches the rules"
 
 
 def test_long_windows_come_from_tiles_in_a_5m_group_the_fast_group_never_reads() -> None:

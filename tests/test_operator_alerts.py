@@ -60,10 +60,11 @@ def test_plain_rules_pass_promtool_check() -> None:
 
 def test_every_operator_alert_has_a_runbook_section_and_link() -> None:
     anchors = {h.strip().lower() for h in re.findall(r"^## (.+)$", (ROOT / "docs/runbooks.md").read_text(), re.M)}
-    for group in operator_alerts.operator_rule_groups():
-        for rule in group["rules"]:
-            assert names.slug(rule["alert"]) in anchors
-            assert rule["annotations"][names.ANNOTATION_RUNBOOK_URL].endswith("#" + names.slug(rule["alert"]))
+    rules = [rule for group in operator_alerts.operator_rule_groups() for rule in group["rules"] if "alert" in rule]
+    assert len(rules) >= 5, [r["alert"] for r in rules]
+    for rule in rules:
+        assert names.slug(rule["alert"]) in anchors
+        assert rule["annotations"][names.ANNOTATION_RUNBOOK_URL].endswith("#" + names.slug(rule["alert"]))
 
 
 def test_the_shipped_rule_is_not_mistaken_for_a_generated_one() -> None:
