@@ -79,6 +79,20 @@ def team_rule(kube: Client, ns: str, name: str) -> dict[str, Any]:
     return rule
 
 
+def retries(operator: Operator) -> float:
+    """Reconciles that found the rule's name taken and will try again (the counter of a NameConflict;
+    the retries back off 1, 2, 5, 10, 30, then 60 s apart)."""
+    return operator.sample(names.RECONCILE_ERRORS_TOTAL, reason="rules_not_applied") or 0
+
+
+def caught_up(kube: Client, operator: Operator, ns: str, target: Target, sentinel: str) -> None:
+    """The operator has seen the Route events before this moment: a Route annotated now (same watch,
+    same order) gets its monitor only after them; by then a harmful write would have happened."""
+    kube.create(route(ns, sentinel, target.host, annotations()))
+    wait_monitor(kube, ns, sentinel, lambda m: condition(m, "RulesApplied").get("status") == "True",
+                 f"the sentinel Route {sentinel}'s monitor")
+
+
 def unchanged(kube: Client, ns: str, before: dict[str, Any]) -> None:
     """The team's object is there, exactly as it was."""
     name = before["metadata"]["name"]
@@ -103,8 +117,7 @@ def test_a_teams_rule_named_after_the_app_survives_annotate_unannotate_and_delet
     kube.patch(Route, "checkout", [{"op": "remove", "path": "/metadata/annotations"}], namespace=ns,
                patch_type=PatchType.JSON)
     wait_for(lambda: get(kube, PrometheusRule, ours_name, ns) is None, timeout=40,
-             what="the generated rule to be garbage collected")
-    time.sleep(2)  # give the garbage collector time to do harm, if it were going to
+             what="the generated rule to be garbage collected")  # the operator and the collector are done
     unchanged(kube, ns, theirs)
 
     kube.patch(Route, "checkout", {"metadata": {"annotations": annotations()}}, namespace=ns,
@@ -113,7 +126,6 @@ def test_a_teams_rule_named_after_the_app_survives_annotate_unannotate_and_delet
     kube.delete(Route, "checkout", namespace=ns)
     wait_for(lambda: get(kube, RouteMonitor, "checkout", ns) is None and get(kube, PrometheusRule, ours_name, ns)
              is None, timeout=40, what="garbage collection of the monitor and its rule")
-    time.sleep(2)
     unchanged(kube, ns, theirs)
 
 
@@ -130,13 +142,14 @@ def test_a_foreign_rule_at_the_generated_name_is_left_alone_and_reported(
     wait_for(lambda: any(f"{ns}/{taken}" in w for w in warnings_for(kube, ns, "RouteMonitor", "pay", "NameConflict")),
              timeout=10, what="a Warning event naming the foreign object")
     wait_for(lambda: target.count() >= 2, timeout=10, what="probing goes on regardless")
-    time.sleep(3)  # several retries later
+    before = retries(operator)
+    wait_for(lambda: retries(operator) >= before + 1, timeout=75, what="another attempt to apply the rule")
     unchanged(kube, ns, theirs)
 
     # a restart in this state changes nothing either
     operator.stop()
     operator.start()
-    time.sleep(4)
+    wait_for(lambda: retries(operator) >= 1, timeout=30, what="the restarted operator's attempt to apply the rule")
     unchanged(kube, ns, theirs)
 
     # the team renames theirs: ours is created at the next retry
@@ -159,7 +172,8 @@ def test_a_foreign_rule_replacing_ours_is_not_written_over(kube: Client, operato
                patch_type=PatchType.MERGE)
     wait_monitor(kube, ns, "cart", lambda m: condition(m, "RulesApplied").get("reason") == "NameConflict"
                  and m["spec"]["slo"]["availability"] == "99.5", "NameConflict after the replacement")
-    time.sleep(2)
+    before = retries(operator)
+    wait_for(lambda: retries(operator) >= before + 1, timeout=75, what="another attempt to apply the rule")
     unchanged(kube, ns, theirs)
 
 
@@ -188,14 +202,15 @@ def test_a_hand_written_monitor_of_the_same_name_wins_and_is_never_touched(
     assert target.count("/generated") == 0
     operator.stop()
     operator.start()
-    time.sleep(3)
+    wait_for(lambda: len(warnings_for(kube, ns, "Route", "search", "RouteMonitorExists")) >= 2, timeout=30,
+             what="the restarted operator's own Warning on the Route (it has reconciled it)")
     still_handmade()
     kube.patch(Route, "search", [{"op": "remove", "path": "/metadata/annotations"}], namespace=ns,
                patch_type=PatchType.JSON)
-    time.sleep(3)
+    caught_up(kube, operator, ns, target, "after-unannotate")
     still_handmade()
     kube.delete(Route, "search", namespace=ns)
-    time.sleep(5)  # the garbage collector has nothing to collect
+    caught_up(kube, operator, ns, target, "after-delete")
     still_handmade()
 
 
