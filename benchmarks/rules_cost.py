@@ -1,0 +1,190 @@
+"""What the generated rules cost Prometheus: N monitors' rules against none, same series, same run.
+
+Two Prometheus processes (Debian's) scrape one synthetic exporter every 30 s. The exporter is
+the engine's own exposition (``ProbeMetrics``) fed synthetic results at each monitor's interval,
+so the series are exactly the engine's. One Prometheus loads the rules ``route-monitor rules``
+writes for those monitors (a realistic mix of objectives, periods, intervals and latency SLOs)
+and evaluates them every ``--eval``; the other (the control) loads none. Measured over the same
+window after a warm-up: each process's CPU (``/proc``), RSS, and the rule groups' own evaluation
+time (``prometheus_rule_group_last_duration_seconds``, summed over groups).
+
+Windows: a fresh Prometheus has no history, so the long windows (6h, 3d, 30d) hold only what
+was scraped during the run: what is measured is the cost while the windows fill, a lower bound
+of the cost with full windows (range reads over longer histories read more samples).
+
+    python -m benchmarks.rules_cost --monitors 500,2000 --warmup 300 --measure 600
+
+Prints one JSON object per monitor count and a Markdown table row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
+from benchmarks import measure
+from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
+from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.rulefiles import write_rules
+
+PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+REASONS = (FailureReason.CONNECTION_REFUSED, FailureReason.TIMEOUT, FailureReason.HTTP_STATUS)
+
+
+def monitors(n: int, seed: int = 1) -> list[tuple[MonitorSLO, float]]:
+    """``n`` monitors, each with its probe interval: 99.9 % (half), 99.5, 99, 99.95; a 30-day
+    period for 80 %, 7 days for the rest; 30 % with a latency SLO; 30 s intervals for 70 %,
+    60 s for 20 %, 10 s for 10 %."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        availability = rng.choices(["99.9", "99.5", "99", "99.95"], [50, 25, 15, 10])[0]
+        period = 30 if rng.random() < 0.8 else 7
+        latency = LatencyObjective(threshold_ms=500, objective=Decimal("99")) if rng.random() < 0.3 else None
+        interval = rng.choices([30.0, 60.0, 10.0], [70, 20, 10])[0]
+        objective = Objective(availability=Decimal(availability), period_ms=period * 86_400_000, latency=latency)
+        slo = MonitorSLO(namespace=f"team-{i % 50}", name=f"app-{i}", objective=objective, alerting=Alerting(),
+                         interval_ms=int(interval * 1000))
+        out.append((slo, interval))
+    return out
+
+
+class Exporter:
+    """The engine's exposition of ``ms``' series, fed a synthetic result per monitor per interval
+    (0.2 % failures, durations around 80 ms)."""
+
+    def __init__(self, ms: list[tuple[MonitorSLO, float]]) -> None:
+        self.metrics = ProbeMetrics(CollectorRegistry())
+        self.series = [(self.metrics.add((slo.namespace, slo.name), TargetInfo(f"https://{slo.name}.example/",
+                                                                              "route", slo.name),
+                                         (slo.objective.latency.threshold_ms / 1000
+                                          if slo.objective.latency else None)), interval)
+                       for slo, interval in ms]
+        self._stop = threading.Event()
+        self._rng = random.Random(7)
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = exporter.metrics.exposition()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._drive, daemon=True).start()
+
+    def _result(self, key: tuple[str, str]) -> ProbeResult:
+        ok = self._rng.random() >= 0.002
+        return ProbeResult(key, "", time.time(), ok, None if ok else self._rng.choice(REASONS),
+                           self._rng.lognormvariate(-2.5, 0.4), 200 if ok else 503, "")
+
+    def _drive(self) -> None:
+        due = [(self._rng.uniform(0, interval), i) for i, (_, interval) in enumerate(self.series)]
+        start = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic() - start
+            for j, (at, i) in enumerate(due):
+                if at <= now:
+                    series, interval = self.series[i]
+                    series.record(self._result(series.key))
+                    due[j] = (at + interval, i)
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+
+
+def prometheus(workdir: Path, exporter_port: int, rules: Path | None, eval_interval: str) -> tuple[Any, int]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = measure.free_port()
+    rule_files = f"rule_files: ['{rules}/*.yml']\n" if rules else ""
+    (workdir / "prometheus.yml").write_text(
+        f"global: {{scrape_interval: 30s, evaluation_interval: {eval_interval}}}\n{rule_files}"
+        f"scrape_configs:\n  - job_name: route-monitor\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n")
+    proc, _ = measure.start([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
+                             f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                             "--storage.tsdb.retention.time=60d"], log_path=str(workdir / "prometheus.log"))
+    measure.wait_http(f"http://127.0.0.1:{port}/-/ready", timeout=120)
+    return proc, port
+
+
+def rule_stats(port: int) -> dict[str, float]:
+    samples = measure.scrape(f"http://127.0.0.1:{port}/metrics")
+    return {"groups": sum(1 for (n, _) in samples if n == "prometheus_rule_group_last_duration_seconds"),
+            "rules": measure.total(samples, "prometheus_rule_group_rules"),
+            "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds")}
+
+
+def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, workdir: Path) -> dict[str, Any]:
+    ms = monitors(n)
+    rules = workdir / f"rules-{n}"
+    write_rules(rules, [slo for slo, _ in ms])
+    subprocess.run([PROMTOOL, "check", "rules", *map(str, sorted(rules.glob("*.yml"))[:3])], check=True,
+                   capture_output=True)
+    exporter = Exporter(ms)
+    with_rules, port_r = prometheus(workdir / f"with-{n}", exporter.port, rules, eval_interval)
+    control, _ = prometheus(workdir / f"control-{n}", exporter.port, None, eval_interval)
+    try:
+        time.sleep(warmup)
+        a = {p: measure.sample(proc.pid) for p, proc in (("rules", with_rules), ("control", control))}
+        time.sleep(measure_s)
+        b = {p: measure.sample(proc.pid) for p, proc in (("rules", with_rules), ("control", control))}
+        stats = rule_stats(port_r)
+    finally:
+        for proc in (with_rules, control):
+            measure.stop(proc)
+        exporter.close()
+    cores = {p: (b[p].cpu_seconds - a[p].cpu_seconds) / (b[p].at - a[p].at) for p in b}
+    return {"monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
+            "groups": stats["groups"], "group_eval_seconds_sum": round(stats["last_duration_s"], 4),
+            "cores_with_rules": round(cores["rules"], 4), "cores_control": round(cores["control"], 4),
+            "rules_cores": round(cores["rules"] - cores["control"], 4),
+            "rss_with_rules_mib": round(b["rules"].rss_bytes / 2**20, 1),
+            "rss_control_mib": round(b["control"].rss_bytes / 2**20, 1),
+            "rules_rss_mib": round((b["rules"].rss_bytes - b["control"].rss_bytes) / 2**20, 1),
+            "warmup_s": warmup, "measure_s": measure_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--monitors", default="500", help="comma-separated monitor counts")
+    parser.add_argument("--warmup", type=float, default=300.0, help="seconds before the measured window")
+    parser.add_argument("--measure", type=float, default=600.0, help="seconds measured")
+    parser.add_argument("--eval", default="30s", help="Prometheus' evaluation interval")
+    args = parser.parse_args()
+    if not shutil.which(PROMETHEUS):
+        raise SystemExit(f"{PROMETHEUS} not found (bash scripts/bootstrap.sh --system installs it)")
+    with tempfile.TemporaryDirectory(prefix="rules-cost-") as tmp:
+        for n in (int(x) for x in args.monitors.split(",")):
+            row = run_one(n, warmup=args.warmup, measure_s=args.measure, eval_interval=args.eval,
+                          workdir=Path(tmp))
+            print(json.dumps(row), flush=True)
+            print(f"| {n} | {row['rules_loaded']:.0f} | {row['groups']} | {row['rules_cores']:.3f} | "
+                  f"{row['rules_rss_mib']:+.0f} MiB | {row['group_eval_seconds_sum']:.3f} s |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
