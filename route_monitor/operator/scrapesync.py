@@ -118,8 +118,29 @@ class ScrapeObjects:
         assert self.slice_version is not None, "start() first"
         self.present.add(namespace)  # (removal deletes only what is ours)
         for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version):
-            if not await self._write(namespace, obj):
+            try:
+                written = await self._write(namespace, obj)
+            except Exception as e:
+                if obj["kind"] != "Endpoints" or status_code(e) not in (403, 422):
+                    raise
+                self._endpoints_refused(namespace, e)
+                continue  # the EndpointSlice and ServiceMonitor still serve the endpointslice role
+            if not written:
                 return  # a foreign object holds a name: write nothing after it there
+
+    def _endpoints_refused(self, namespace: str, error: Exception) -> None:
+        """Endpoints refused (RBAC of an older install: 403; addresses the API server does not take
+        in Endpoints, e.g. loopback: 422): said once per namespace; the other objects are written."""
+        key = (namespace, f"Endpoints-{status_code(error)}")
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        hint = ("grant endpoints get, create, update, delete (deploy/overlays/openshift-user-workload/"
+                "scrape-per-namespace-rbac.yaml)" if status_code(error) == 403 else
+                "the API server refuses these addresses in Endpoints")
+        log.warning("Endpoints %s/%s not written (%s): a Prometheus discovering with the endpoints role (the "
+                    "prometheus-operator default) finds no target in this namespace; %s",
+                    namespace, names.SCRAPE_OBJECT_NAME, error, hint)
 
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
