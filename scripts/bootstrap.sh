@@ -83,14 +83,15 @@ python_env() {
     log "creating $venv"
     python3 -m venv "$venv"
   fi
-  if [ ! -f "$stamp" ] || [ "$here/pyproject.toml" -nt "$stamp" ]; then
+  local wanted; wanted=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     log "pip install --upgrade --upgrade-strategy eager -e .[test]"
     pip_upgrade
-    touch "$stamp"
+    echo "$wanted" >"$stamp"
   elif [ "$(( $(date +%s) - $(stat -c %Y "$stamp") ))" -ge "$max_age" ]; then
     log "dependencies last checked over ${max_age}s ago: upgrading to the newest pyproject.toml allows"
     if pip_upgrade; then
-      touch "$stamp"
+      echo "$wanted" >"$stamp"
     else
       log "the package index did not answer: testing with the installed versions (checked again next run)"
     fi
