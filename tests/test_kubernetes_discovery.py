@@ -21,7 +21,9 @@ job prometheus-operator generates (``tests/support/promcfg.py``), with the layou
   ``endpointslice`` from its EndpointSlice, ``discovery.k8s.io/v1beta1`` on this 1.20 apiserver as
   Prometheus 2.42 picks it) and its probe series arrive labelled with the application namespace;
 - the Endpoints follow the operator's ready replicas and go with the namespace's last monitor; a
-  foreign Endpoints at the name is left untouched and nothing of ours is written after it.
+  foreign Endpoints at the name is left untouched and nothing of ours is written after it;
+  Kubernetes' EndpointSlice mirroring controller (running here) mirrors a control's Endpoints and
+  leaves ours alone (no second slice listing the replicas again).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from alert_rules.operator_alerts import OPERATOR_DOWN
 from route_monitor.operator.kube import PrometheusRule, Route
 from route_monitor.operator.scrapesync import ServiceMonitor
 from tests.support import upstream_crds
-from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster, start_cluster
+from tests.support.cluster import ADMIN_TOKEN, KUBE_BIN, OPERATOR_USER, ROOT, Cluster, start_cluster
 from tests.support.kubesd import KubernetesSD, discovering
 from tests.support.net import wait_for
 from tests.support.nodeaddr import node_address
@@ -200,7 +202,13 @@ def _setup(workdir: Path, address: str, peer: str) -> Iterator[Setup]:
     c = start_cluster(workdir / "cluster")
     target = Target()
     op = Operator(c, workdir / "operator.log", ("--scrape-per-namespace",))
+    mirroring: subprocess.Popen[bytes] | None = None
     try:
+        with open(workdir / "endpointslice-mirroring.log", "ab") as log:  # Kubernetes' own, beside the GC
+            mirroring = subprocess.Popen([
+                str(KUBE_BIN / "kube-controller-manager"), f"--kubeconfig={c.admin_kubeconfig}",
+                "--controllers=endpointslicemirroring", "--bind-address=127.0.0.1", "--secure-port=0", "--port=0",
+                "--leader-elect=false"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _post(c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", upstream_crds.load(upstream_crds.SERVICEMONITOR))
         kube = admin_client(c)
         for ns in (PROMETHEUS_SA[0], "shop"):  # (the control plane has the operator's namespace)
@@ -235,6 +243,9 @@ def _setup(workdir: Path, address: str, peer: str) -> Iterator[Setup]:
     finally:
         if op.proc is not None:
             op.stop()
+        if mirroring is not None:
+            mirroring.terminate()
+            mirroring.wait(20)
         target.close()
         c.stop()
 
@@ -413,3 +424,28 @@ def test_the_endpoints_go_with_the_namespaces_last_monitor(setup: Setup) -> None
                      what=f"{res.__name__} in leaving removed with its last monitor (log: {setup.operator.log_path})")
     finally:
         target.close()
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_kubernetes_mirrors_no_second_slice_of_ours(setup: Setup) -> None:
+    """Kubernetes' EndpointSlice mirroring controller (running in this control plane) copies the
+    Endpoints of a Service without a selector into a slice of its own: the control below gets
+    one. Ours opt out (they have their slice already): by then, shop's slices are ours alone."""
+    kube = setup.kube
+    wait_objects(setup, "shop")
+    kube.create(Namespace(metadata=ObjectMeta(name="mirrored")))
+    kube.create(Service.from_dict({"metadata": {"name": "plain", "namespace": "mirrored"},
+                                   "spec": {"ports": [{"name": "metrics", "port": 8080}]}}))
+    kube.create(Endpoints.from_dict({"metadata": {"name": "plain", "namespace": "mirrored"},
+                                     "subsets": [{"addresses": [{"ip": setup.address}],
+                                                  "ports": [{"name": "metrics", "port": 8080}]}]}))
+
+    def slices_of(ns: str, service: str) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in kube.list(Slice, namespace=ns, labels={"kubernetes.io/service-name": service})]
+
+    wait_for(lambda: bool(slices_of("mirrored", "plain")), timeout=60, what="the control's mirrored slice")
+    [mirrored] = slices_of("mirrored", "plain")
+    assert mirrored["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == \
+        "endpointslicemirroring-controller.k8s.io"
+    assert [s["metadata"]["name"] for s in slices_of("shop", NAME)] == [NAME]
