@@ -233,8 +233,8 @@ def prometheus_rule_name(monitor: str) -> str:
     return f"{head}-{digest}"
 
 SCRAPE_OBJECT_NAME: Final = "route-monitor-probes"
-"""Per-namespace scrape mode (``--scrape-per-namespace``): the Service, EndpointSlice and
-ServiceMonitor the operator keeps in each namespace with monitors, for Prometheus stacks that
+"""Per-namespace scrape mode (``--scrape-per-namespace``): the Service, Endpoints, EndpointSlice
+and ServiceMonitor the operator keeps in each namespace with monitors, for Prometheus stacks that
 enforce the scraping object's namespace (user-workload monitoring)."""
 SCRAPE_PARAM_NAMESPACE: Final = "namespace"
 """``/metrics?namespace=NS``: only that namespace's probe series."""
@@ -243,3 +243,6 @@ LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"
 LABEL_ENDPOINTSLICE_MANAGED_BY: Final = "endpointslice.kubernetes.io/managed-by"
 ENDPOINTSLICE_MANAGER: Final = "route-monitor.routemonitor.io"
 """Who manages our EndpointSlices (Kubernetes' own controllers leave slices managed by others alone)."""
+LABEL_SKIP_MIRROR: Final = "endpointslice.kubernetes.io/skip-mirror"
+"""On an Endpoints object: Kubernetes' EndpointSlice mirroring controller leaves it alone (we write
+the EndpointSlice ourselves; a mirrored copy would list every replica twice)."""

@@ -17,8 +17,10 @@ monitoring), it counts the monitors the operator itself last reported owning (wi
 | ``RouteMonitorMonitorsNotReady`` | warning | RouteMonitors not Ready for 15m; the value is how many |
 | ``RouteMonitorStatusWritesThrottled`` | warning | status writes deferred more than once a second for 15m |
 
-``job`` is the scrape job of route-monitor's ``/metrics`` (prometheus-operator names it after
-the Service: ``route-monitor``). Pure: no I/O.
+``job`` is the scrape job of route-monitor's ``/metrics``: ``route-monitor`` by default, the value
+of the metrics Service's ``app.kubernetes.io/name`` label, which ``deploy/``'s ServiceMonitor names
+as its ``jobLabel`` (without it, prometheus-operator names the job after the Service,
+``route-monitor-metrics``), and the ``job_name`` of ``deploy/prometheus``'s scrape config. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
 #                                   blackbox_exporter, etcd) and the Kubernetes control-plane
 #                                   binaries (built once from Debian's source package, cached)
 #
-# Environment: RM_VENV (default .venv), RM_CACHE (default ~/.cache/route-monitor).
+# Environment: RM_VENV (default .venv), RM_CACHE (default ~/.cache/route-monitor),
+# RM_DEPS_MAX_AGE (seconds between upgrades of the Python dependencies, default 86400; 0: now).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${RM_VENV:-$here/.venv}
@@ -59,16 +60,41 @@ build_kube() {
   log "cached in $kube_dir"
 }
 
+# The venv holds what a fresh install of pyproject.toml brings today: installed (or upgraded,
+# eagerly, so every dependency is the newest pyproject.toml allows) when pyproject.toml changed,
+# and upgraded the same way once every RM_DEPS_MAX_AGE seconds (default a day). Without an
+# answer from the package index the daily upgrade is skipped with a line saying so, and retried
+# on the next run; an install that pyproject.toml needs is not skipped.
+pip_upgrade() {
+  local before after
+  before=$("$venv/bin/python" -m pip freeze --exclude-editable 2>/dev/null || true)
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager \
+    -e "$here[test]" || return 1
+  after=$("$venv/bin/python" -m pip freeze --exclude-editable)
+  if [ -n "$before" ] && [ "$before" != "$after" ]; then
+    diff <(echo "$before") <(echo "$after") | sed -n 's/^> /[bootstrap] now: /p' >&2 || true
+  fi
+  echo "$after" >"$venv/.frozen"
+}
+
 python_env() {
-  local stamp=$venv/.installed
+  local stamp=$venv/.installed max_age=${RM_DEPS_MAX_AGE:-86400}
   if [ ! -x "$venv/bin/python" ]; then
     log "creating $venv"
     python3 -m venv "$venv"
   fi
-  if [ ! -f "$stamp" ] || [ "$here/pyproject.toml" -nt "$stamp" ]; then
-    log "pip install -e .[test]"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[test]"
-    touch "$stamp"
+  local wanted; wanted=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+    log "pip install --upgrade --upgrade-strategy eager -e .[test]"
+    pip_upgrade
+    echo "$wanted" >"$stamp"
+  elif [ "$(( $(date +%s) - $(stat -c %Y "$stamp") ))" -ge "$max_age" ]; then
+    log "dependencies last checked over ${max_age}s ago: upgrading to the newest pyproject.toml allows"
+    if pip_upgrade; then
+      echo "$wanted" >"$stamp"
+    else
+      log "the package index did not answer: testing with the installed versions (checked again next run)"
+    fi
   fi
 }
 

@@ -11,3 +11,19 @@ sys.path.insert(0, str(ROOT))  # so ``tests.support`` imports without installing
 from tests.support import fuzzing  # noqa: E402, F401 - hypothesis profiles (ci by default, RM_HYPOTHESIS_PROFILE)
 from tests.support.cluster import cluster  # noqa: E402, F401 - the session-scoped control plane (cluster tests)
 from tests.support.operator import kube, target  # noqa: E402, F401 - an admin client, a loopback HTTP target
+
+
+def pytest_report_header() -> str:
+    """The versions this run tests with (the project's declared dependencies, as installed), so a
+    CI log says what was tested; docs/tested-versions.md keeps the last release's list."""
+    import re
+    from importlib import metadata
+
+    declared = sorted({re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0] for r in metadata.requires("route-monitor") or []})
+    found = []
+    for name in declared:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return "dependencies: " + ", ".join(found)

@@ -93,6 +93,9 @@ def test_user_workload_overlay_scrapes_per_namespace_on_top_of_openshift() -> No
     rules = {(g, r, v) for role in of_kind(objects, "ClusterRole") if role["metadata"]["name"].endswith("per-namespace")
              for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("discovery.k8s.io", "endpointslices", "create") in rules and ("", "services", "patch") not in rules
+    # the Endpoints object too (the `endpoints` discovery role), written the same way: no patch
+    assert {("", "endpoints", v) for v in ("get", "create", "update", "delete")} <= rules
+    assert ("", "endpoints", "patch") not in rules
 
 
 def test_default_is_the_base() -> None:

@@ -1,9 +1,10 @@
 """The per-namespace scrape objects (pure) and ``/metrics?namespace=NS`` (issue 12).
 
 Covers: the operator's endpoints are the ready addresses and the ``metrics`` port of its metrics
-Service's EndpointSlices (none ready: nothing to point at); the three objects of a namespace
-(headless selectorless Service, EndpointSlice of the detected version managed by route-monitor,
-ServiceMonitor asking for that namespace with ``honorLabels`` left off); an object is up to date
+Service's EndpointSlices (none ready: nothing to point at); the four objects of a namespace
+(headless selectorless Service, its v1 Endpoints kept out of slice mirroring, EndpointSlice of
+the detected version managed by route-monitor, ServiceMonitor asking for that namespace with
+``honorLabels`` left off); an object is up to date
 when it says everything desired, whatever the API server added; a namespace's page holds only
 its own probe series and passes ``promtool check metrics``; the OpenShift user-workload overlay's
 central ServiceMonitor drops exactly the per-monitor families.
@@ -48,12 +49,20 @@ def test_operator_endpoints_are_the_ready_replicas(slices: list[dict[str, object
     assert scrapes.operator_endpoints(slices) == expected
 
 
-def test_the_three_objects_of_a_namespace() -> None:
-    service, es, sm = scrapes.objects("shop", scrapes.OperatorEndpoints(("10.0.0.1",), 8080), slice_version="v1beta1")
-    for obj in (service, es, sm):
+def test_the_four_objects_of_a_namespace() -> None:
+    service, ep, es, sm = scrapes.objects("shop", scrapes.OperatorEndpoints(("10.0.0.1", "10.0.0.2"), 8080),
+                                          slice_version="v1beta1")
+    for obj in (service, ep, es, sm):
         assert obj["metadata"]["name"] == names.SCRAPE_OBJECT_NAME and obj["metadata"]["namespace"] == "shop"
         assert obj["metadata"]["labels"][names.LABEL_MANAGED_BY] == names.MANAGED_BY
     assert "selector" not in service["spec"] and service["spec"]["clusterIP"] == "None"
+    # the Endpoints (the `endpoints` discovery role) list the same replicas and port as the slice,
+    # and keep Kubernetes' mirroring controller from copying them into a second slice
+    assert ep["apiVersion"] == "v1" and ep["kind"] == "Endpoints"
+    assert ep["subsets"] == [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+                              "ports": [{"name": "metrics", "port": 8080, "protocol": "TCP"}]}]
+    assert ep["metadata"]["labels"][names.LABEL_SKIP_MIRROR] == "true"
+    assert [a for e in es["endpoints"] for a in e["addresses"]] == ["10.0.0.1", "10.0.0.2"]
     assert es["apiVersion"] == "discovery.k8s.io/v1beta1"
     assert es["metadata"]["labels"][names.LABEL_SERVICE_NAME] == service["metadata"]["name"]
     assert es["metadata"]["labels"][names.LABEL_ENDPOINTSLICE_MANAGED_BY] == names.ENDPOINTSLICE_MANAGER

@@ -6,13 +6,17 @@ of the ServiceMonitor that found it (``honor_labels`` forced off) and scope each
 its own namespace. One central ServiceMonitor therefore labels every probe series
 ``namespace="route-monitor"`` and no generated rule in an application namespace ever matches.
 
-With ``--scrape-per-namespace`` the operator keeps, in each namespace that has monitors, three
+With ``--scrape-per-namespace`` the operator keeps, in each namespace that has monitors, four
 objects named :data:`names.SCRAPE_OBJECT_NAME`:
 
 - a selectorless headless **Service** (it selects no pods: the operator's pods live elsewhere);
-- its **EndpointSlice**, listing the ready addresses of the operator's own metrics Service
-  (the EndpointSlices Kubernetes keeps for ``route-monitor-metrics`` in the operator's
-  namespace), so every replica is scraped: each exports only the monitors it owns;
+- its **Endpoints** and its **EndpointSlice**, both listing the ready addresses of the operator's
+  own metrics Service (the EndpointSlices Kubernetes keeps for ``route-monitor-metrics`` in the
+  operator's namespace), so every replica is scraped: each exports only the monitors it owns.
+  Both, because Prometheus discovers a Service's targets through one or the other (the
+  ``endpoints`` role, prometheus-operator's default and OpenShift user-workload monitoring's, or
+  the ``endpointslice`` role) and Kubernetes builds neither from the other for a selectorless
+  Service (its mirroring controller would copy Endpoints into a second slice: the Endpoints opt out);
 - a **ServiceMonitor** selecting that Service, asking ``/metrics?namespace=NS``: each replica
   answers with that namespace's probe series only, so the enforced label is the true one.
 
@@ -71,6 +75,13 @@ def service(namespace: str, endpoints: OperatorEndpoints) -> dict[str, Any]:
                                                      "targetPort": endpoints.port, "protocol": "TCP"}]}}
 
 
+def endpoints_object(namespace: str, endpoints: OperatorEndpoints) -> dict[str, Any]:
+    """The v1 Endpoints of the Service (the ``endpoints`` discovery role reads these)."""
+    return {"apiVersion": "v1", "kind": "Endpoints", "metadata": _meta(namespace, {names.LABEL_SKIP_MIRROR: "true"}),
+            "subsets": [{"addresses": [{"ip": a} for a in endpoints.addresses],
+                         "ports": [{"name": METRICS_PORT_NAME, "port": endpoints.port, "protocol": "TCP"}]}]}
+
+
 def endpoint_slice(namespace: str, endpoints: OperatorEndpoints, *, version: str) -> dict[str, Any]:
     """``version``: ``v1`` (Kubernetes 1.21+) or ``v1beta1``; the fields used here are the same."""
     labels = {names.LABEL_SERVICE_NAME: names.SCRAPE_OBJECT_NAME,
@@ -89,9 +100,9 @@ def service_monitor(namespace: str) -> dict[str, Any]:
 
 
 def objects(namespace: str, endpoints: OperatorEndpoints, *, slice_version: str) -> list[dict[str, Any]]:
-    """The three objects of ``namespace``, in the order they are written."""
-    return [service(namespace, endpoints), endpoint_slice(namespace, endpoints, version=slice_version),
-            service_monitor(namespace)]
+    """The four objects of ``namespace``, in the order they are written."""
+    return [service(namespace, endpoints), endpoints_object(namespace, endpoints),
+            endpoint_slice(namespace, endpoints, version=slice_version), service_monitor(namespace)]
 
 
 def contains(existing: Any, desired: Any) -> bool:

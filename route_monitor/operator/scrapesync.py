@@ -11,9 +11,9 @@ replicas' rendezvous hashing (:mod:`route_monitor.operator.sharding`). Every rep
 same owner from the same Leases, so there is one writer per namespace without any extra
 coordination; when replicas come or go the duty moves with the hash, like monitors do. (Each
 replica writing an EndpointSlice of its own would need someone to delete the slice of a replica
-that died, i.e. this same election.) The EndpointSlice lists every ready replica, read from the
-EndpointSlices Kubernetes keeps for the operator's metrics Service, so scraping covers all
-replicas and each answers with the monitors it owns.
+that died, i.e. this same election.) The Endpoints and the EndpointSlice list every ready
+replica, read from the EndpointSlices Kubernetes keeps for the operator's metrics Service, so
+scraping covers all replicas and each answers with the monitors it owns.
 
 A pass runs every ``interval`` seconds, when kicked (replicas changed) and within a second of the
 set of namespaces with monitors changing: one list of the metrics Service's EndpointSlices;
@@ -31,7 +31,7 @@ from typing import Any
 
 from lightkube import ALL_NS, AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Service
+from lightkube.resources.core_v1 import Endpoints, Service
 
 from alert_rules import names
 from route_monitor.operator import ownership, scrapes
@@ -51,7 +51,8 @@ def slice_resource(version: str) -> Any:
 
 
 def _plural(kind: str) -> str:
-    return {"Service": "services", "EndpointSlice": "endpointslices", "ServiceMonitor": "servicemonitors"}[kind]
+    return {"Service": "services", "Endpoints": "endpoints", "EndpointSlice": "endpointslices",
+            "ServiceMonitor": "servicemonitors"}[kind]
 
 
 class ScrapeObjects:
@@ -72,7 +73,7 @@ class ScrapeObjects:
     def _res(self, kind: str) -> Any:
         if kind == "EndpointSlice":
             return slice_resource(self.slice_version or SLICE_VERSIONS[0])
-        return {"Service": Service, "ServiceMonitor": ServiceMonitor}[kind]
+        return {"Service": Service, "Endpoints": Endpoints, "ServiceMonitor": ServiceMonitor}[kind]
 
     async def start(self) -> None:
         """Detect the EndpointSlice version served here; find the namespaces holding our objects."""
@@ -117,8 +118,29 @@ class ScrapeObjects:
         assert self.slice_version is not None, "start() first"
         self.present.add(namespace)  # (removal deletes only what is ours)
         for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version):
-            if not await self._write(namespace, obj):
+            try:
+                written = await self._write(namespace, obj)
+            except Exception as e:
+                if obj["kind"] != "Endpoints" or status_code(e) not in (403, 422):
+                    raise
+                self._endpoints_refused(namespace, e)
+                continue  # the EndpointSlice and ServiceMonitor still serve the endpointslice role
+            if not written:
                 return  # a foreign object holds a name: write nothing after it there
+
+    def _endpoints_refused(self, namespace: str, error: Exception) -> None:
+        """Endpoints refused (RBAC of an older install: 403; addresses the API server does not take
+        in Endpoints, e.g. loopback: 422): said once per namespace; the other objects are written."""
+        key = (namespace, f"Endpoints-{status_code(error)}")
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        hint = ("grant endpoints get, create, update, delete (deploy/overlays/openshift-user-workload/"
+                "scrape-per-namespace-rbac.yaml)" if status_code(error) == 403 else
+                "the API server refuses these addresses in Endpoints")
+        log.warning("Endpoints %s/%s not written (%s): a Prometheus discovering with the endpoints role (the "
+                    "prometheus-operator default) finds no target in this namespace; %s",
+                    namespace, names.SCRAPE_OBJECT_NAME, error, hint)
 
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
@@ -167,7 +189,7 @@ class ScrapeObjects:
 
     async def remove(self, namespace: str) -> None:
         """Delete our scrape objects in ``namespace`` (no monitors left there); never a foreign one."""
-        for kind in ("ServiceMonitor", "EndpointSlice", "Service"):
+        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service"):
             self._known.pop((namespace, kind), None)
             res = self._res(kind)
             try:

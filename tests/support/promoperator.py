@@ -14,8 +14,8 @@ Debian's Prometheus is built without Kubernetes service discovery, so :func:`scr
 the discovery here, through the real API (ServiceMonitor -> Services by label -> their
 EndpointSlices by ``kubernetes.io/service-name`` -> ready addresses and the named port), and
 writes each target with the labels prometheus-operator's relabelling gives it (``namespace``,
-``service``, ``endpoint``, ``job``). :func:`enforce_namespace` rewrites rules as its enforcer does,
-and refuses an expression it cannot rewrite (a selector without braces).
+``service``, ``endpoint``, ``job``). :func:`enforce_namespace` rewrites rules as its enforcer does
+(route-monitor's metric and record names; other bare names are not recognised).
 """
 
 from __future__ import annotations
@@ -37,15 +37,19 @@ BARE = re.compile(r"\b(route_monitor_[a-z_]+|[a-z_]+:route_monitor_[a-z_:0-9]+)\
 
 
 def enforce_namespace(expr: str, namespace: str) -> str:
-    """``expr`` with ``namespace="<namespace>"`` as the namespace matcher of every selector."""
-    bare = [m.group(1) for m in BARE.finditer(SELECTOR.sub("", expr))]
-    assert not bare, f"selectors without braces (not rewritten by this emulation): {bare}"
+    """``expr`` with ``namespace="<namespace>"`` as the namespace matcher of every selector (a bare
+    ``route_monitor_*`` name, or a recorded ``...:route_monitor_...`` one, gets braces)."""
 
     def one(m: re.Match[str]) -> str:
         rest = NAMESPACE_MATCHER.sub("", m.group(2)).strip().strip(",")
         return f'{m.group(1)}{{namespace="{namespace}"{"," + rest if rest else ""}}}'
 
-    return SELECTOR.sub(one, expr)
+    out, last = [], 0
+    for m in SELECTOR.finditer(expr):
+        out += [BARE.sub(lambda b: f'{b.group(1)}{{namespace="{namespace}"}}', expr[last:m.start()]), one(m)]
+        last = m.end()
+    out.append(BARE.sub(lambda b: f'{b.group(1)}{{namespace="{namespace}"}}', expr[last:]))
+    return "".join(out)
 
 
 def enforced_rule_groups(rule: dict[str, Any]) -> dict[str, Any]:
