@@ -1,12 +1,14 @@
 """Logging set-up for long-running commands: ``--log-format text|json`` and ``--log-level``.
 
-JSON lines (python-json-logger) carry ``time``, ``level``, ``logger`` and ``message``, plus
+Used alike by ``operator`` and ``standalone``. Text lines start with the local time; JSON lines
+(python-json-logger) carry ``time`` (RFC 3339, UTC, milliseconds), ``level``, ``logger`` and ``message``, plus
 ``namespace`` and ``monitor`` when a line is about one monitor (passed as ``extra``), so a log
 pipeline can filter one monitor's history without parsing messages.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
 from typing import Final
@@ -20,6 +22,15 @@ _QUIET: Final = ("httpx", "httpcore", "httpx2", "httpcore2", "kopf.objects")
 """Libraries that log a line per request at INFO."""
 
 
+class _Rfc3339JsonFormatter(JsonFormatter):
+    """``time`` as RFC 3339 (``2026-11-26T19:50:01.123Z``), what log pipelines parse without a
+    format string (logging's default, ``2026-11-26 19:50:01,123``, is not)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        when = dt.datetime.fromtimestamp(record.created, dt.UTC)
+        return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def monitor_extra(key: tuple[str, str]) -> dict[str, str]:
     """``extra=`` for a log line about one monitor."""
     return {"namespace": key[0], "monitor": key[1]}
@@ -28,7 +39,7 @@ def monitor_extra(key: tuple[str, str]) -> dict[str, str]:
 def configure(*, fmt: str = "text", level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+        handler.setFormatter(_Rfc3339JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
                                            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))

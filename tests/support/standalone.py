@@ -20,7 +20,7 @@ def started(folder: Path) -> Iterator[list[str]]:
         lines = []
         for line in proc.stderr:
             lines.append(line)
-            if line.startswith("metrics: "):
+            if " metrics: http" in line:
                 break
         assert proc.poll() is None, "".join(lines)
         yield lines
