@@ -116,10 +116,10 @@ def rule_flags(parser: argparse.ArgumentParser) -> None:
                              "for kube-prometheus-stack's default rule selector")
 
 
-def metrics_address_flag(parser: argparse.ArgumentParser, default: str) -> None:
+def metrics_address_flag(parser: argparse.ArgumentParser, default: str,
+                         serves: str = "/metrics, /healthz and /readyz are served") -> None:
     parser.add_argument("--metrics-address", type=address, default=address(default), metavar="HOST:PORT",
-                        help=f"where /metrics, /healthz and /readyz are served (default {default}; "
-                             "port 0 picks a free one)")
+                        help=f"where {serves} (default {default}; port 0 picks a free one)")
 
 
 def log_flags(parser: argparse.ArgumentParser) -> None:

@@ -45,7 +45,7 @@ spec:
 
 
 def add_arguments(de: argparse.ArgumentParser) -> None:
-    cliargs.metrics_address_flag(de, "127.0.0.1:8080")
+    cliargs.metrics_address_flag(de, "127.0.0.1:8080", serves="/metrics is served, or a free port when busy")
     de.add_argument("--duration", type=cliargs.seconds, default=0.0, metavar="DURATION",
                     help="stop after this long, e.g. 5s or 2m (default: until Ctrl-C; a bare number is seconds)")
     de.add_argument("--clean", action="store_true",

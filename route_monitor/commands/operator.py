@@ -50,13 +50,13 @@ def add_arguments(op: argparse.ArgumentParser) -> None:
     cliargs.metrics_address_flag(op, ":8080")
     op.add_argument("--metrics-port", type=cliargs.port, metavar="PORT",
                     help="deprecated: use --metrics-address :PORT")
-    op.add_argument("--health-port", type=cliargs.port, default=8081,
+    op.add_argument("--health-port", type=cliargs.port, default=8081, metavar="PORT",
                     help="port of the /healthz liveness endpoint (kopf's; default 8081)")
     op.add_argument("--allow-url-targets", action="store_true",
                     help="also probe RouteMonitors whose target is a plain URL (off by default)")
-    op.add_argument("--max-concurrency", type=cliargs.positive_int, default=500,
+    op.add_argument("--max-concurrency", type=cliargs.positive_int, default=500, metavar="N",
                     help="probes in flight at most (default 500)")
-    op.add_argument("--cluster-domain", default="cluster.local",
+    op.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
                     help="cluster DNS domain of Service targets' URLs (default cluster.local)")
     cliargs.rule_flags(op)
     cliargs.log_flags(op)

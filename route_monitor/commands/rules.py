@@ -37,7 +37,7 @@ def add_arguments(ru: argparse.ArgumentParser) -> None:
                     help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
     cliargs.rule_flags(ru)
     cliargs.tile_flag(ru)
-    ru.add_argument("--job", default="route-monitor",
+    ru.add_argument("--job", default="route-monitor", metavar="JOB",
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
                     help="plain Prometheus rule groups (default) or PrometheusRule objects")

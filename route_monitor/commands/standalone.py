@@ -46,12 +46,12 @@ def add_arguments(st: argparse.ArgumentParser) -> None:
                          "(re-read when they change)")
     cliargs.metrics_address_flag(st, "127.0.0.1:8080")
     st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")
-    st.add_argument("--max-concurrency", type=cliargs.positive_int, default=500,
+    st.add_argument("--max-concurrency", type=cliargs.positive_int, default=500, metavar="N",
                     help="probes in flight at most (default 500)")
     st.add_argument("--service-url", action="append", default=[], metavar="NAMESPACE/NAME=URL",
                     help="probe this URL for an annotated Service instead of its cluster DNS name "
                          "(repeatable; the monitor's path still applies)")
-    st.add_argument("--cluster-domain", default="cluster.local",
+    st.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
     cliargs.tile_flag(st)
     cliargs.log_flags(st)
