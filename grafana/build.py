@@ -189,6 +189,11 @@ def detail() -> dict[str, object]:
               (Query(f"1 - {n.slow_ratio_record('5m')}{sel}", legend + " fast"),
                Query(f"{n.LATENCY_OBJECTIVE_RECORD}{sel}", legend + " objective")), unit="percentunit",
               description="Only monitors with a latency objective (spec.slo.latency) have these series."),
+        Panel("Last probe: time per phase", (Query(f"sum by ({BY}, {n.LABEL_PHASE}) "
+                                                   f"({n.PROBE_PHASE_DURATION_SECONDS}{sel})", legend + " {{phase}}"),),
+              unit="s", width=24, options={"tooltip": {"mode": "multi", "sort": "desc"}},
+              description="Where the last probe spent its time, summed over its redirects: dns, connect, tls, "
+                          "processing (request sent until the response head arrived) and transfer (the body)."),
         row("Target"),
         Panel("Days until the TLS certificate expires",
               (Query(f"({n.TLS_CERT_EXPIRY}{sel} - time()) / 86400", legend),), unit="d", width=12,
@@ -196,6 +201,12 @@ def detail() -> dict[str, object]:
         Panel("Targets", (table_query(f"{n.TARGET_INFO}{sel}"),), kind="table", width=12,
               transformations=({"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True,
                                                                                 "__name__": True}}},)),
+        Panel("Last HTTP status code", (Query(f"{n.PROBE_HTTP_STATUS_CODE}{sel}", legend),), width=12,
+              description="Of the last probe's last response; 0 when none came (DNS, connection or TLS failed)."),
+        Panel("Warming up", (Query(f"{n.WARMING_UP}{sel}", legend),), width=12,
+              description="1 while a new monitor (or one whose URL changed) warms up: its failing probes are not "
+                          "counted until one succeeds or spec.probe.warmup has passed. Look at the probe results "
+                          "above to see whether the target fails meanwhile."),
     ]
     return dashboard(uid=UID_DETAIL, title="route-monitor / Monitor detail", tags=["route-monitor", "slo"],
                      description="One monitor's availability, burn rates, latency and failures.",
