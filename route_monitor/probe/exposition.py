@@ -76,7 +76,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
         last = s.phases
         if last is not None:
             for phase, seconds in zip(names.PHASES, last, strict=True):
-                phase_family.append(f'{pd}{{{ident},phase="{phase}"}} {floatToGoString(seconds)}')
+                phase_family.append(f'{pd}{{{ident},phase="{phase}"}} {seconds!r}')  # finite: repr is exact
         if s.status_code is not None:
             status.append(f"{names.PROBE_HTTP_STATUS_CODE}{{{ident}}} {s.status_code}.0")
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
