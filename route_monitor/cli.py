@@ -45,7 +45,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only`` the flags of that command alone (the others
-    are listed, with their help line, but not imported)."""
+    are listed, with their help line, but not imported; ``""``: none)."""
     p = argparse.ArgumentParser(prog="route-monitor", description="Blackbox SLO monitoring for "
                                 "Kubernetes/OpenShift Routes and Services.", epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"route-monitor {__version__}")
@@ -68,7 +68,7 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> argparse.Namespace:
     chosen = _chosen(argv)
-    parser = build_parser(chosen if chosen in COMMANDS else None)
+    parser = build_parser(chosen if chosen in COMMANDS else "")  # "": none imported (--help, a typo)
     return envflags.parse(parser, subparsers(parser), argv, env)
 
 

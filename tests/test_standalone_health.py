@@ -82,6 +82,8 @@ def test_a_failing_target_warming_up_is_visible_at_once(tmp_path: Path, running:
     (folder / "m.yaml").write_text(routemonitor("down", f"http://127.0.0.1:{free_port()}/", warmup="10m"))
     proc = start(folder, running)
     down = {"namespace": "shop", "monitor": "down"}
+    assert re.search(r" INFO route_monitor\.standalone: monitoring shop/down: http://127\.0\.0\.1:\d+/ every 1s, "
+                     r"warm-up 10m \(failures count after it or the first success\)\n", proc.log), proc.log
     wait_for(lambda: ": shop/down: warming up: " in proc.log, timeout=15, what="the warm-up line")
     [line] = [ln for ln in proc.log.splitlines() if ": shop/down: warming up: " in ln]
     assert line.endswith(" WARNING route_monitor.standalone: shop/down: warming up: failing probes are not "

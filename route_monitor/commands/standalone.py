@@ -23,6 +23,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from alert_rules import durations
 from route_monitor import cliargs, logs
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
@@ -142,8 +143,11 @@ class Standalone:
             async with self.engine:
                 await self.apply(first)
                 for m in list(self.current.values())[:SHOW_MONITORS]:
-                    log.info("monitoring %s/%s: %s every %gs", m.spec.namespace, m.spec.name, m.target.url,
-                             m.spec.probe.interval_ms / 1000, extra=logs.monitor_extra(m.spec.key))
+                    warmup = m.spec.probe.warmup_ms
+                    log.info("monitoring %s/%s: %s every %gs%s", m.spec.namespace, m.spec.name, m.target.url,
+                             m.spec.probe.interval_ms / 1000,
+                             f", warm-up {durations.format_ms(warmup)} (failures count after it or the first "
+                             "success)" if warmup else "", extra=logs.monitor_extra(m.spec.key))
                 if len(self.current) > SHOW_MONITORS:
                     log.info("... and %d more monitors", len(self.current) - SHOW_MONITORS)
                 del first
