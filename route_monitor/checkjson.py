@@ -40,10 +40,13 @@ def finding(p: ManifestError) -> dict[str, Any]:
 
 def monitor(spec: MonitorSpec, source: str | None) -> dict[str, Any]:
     t = spec.target
+    parsed = _SOURCE.match(source or "")
+    assert parsed is not None
     return {
         "namespace": spec.namespace,
         "name": spec.name,
-        "file": source or None,
+        "file": parsed["file"] or None,
+        "document": int(parsed["doc"]) if parsed["doc"] else None,
         "target": t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}",
         "path": spec.path or None,
         "interval_seconds": spec.probe.interval_ms / 1000,

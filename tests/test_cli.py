@@ -128,7 +128,8 @@ def test_check_json_has_monitors_errors_and_warnings_with_every_key(tmp_path: Pa
     assert done.returncode == 1 and done.stderr == "", done.stderr
     doc = json.loads(done.stdout)
     assert set(doc) == {"monitors", "errors", "warnings", "summary"}
-    assert [(m["namespace"], m["name"]) for m in doc["monitors"]] == [("shop", "api"), ("shop", "web")]
+    assert [(m["namespace"], m["name"], m["file"], m["document"]) for m in doc["monitors"]] == [
+        ("shop", "api", str(tmp_path / "m.yaml"), 1), ("shop", "web", str(tmp_path / "m.yaml"), 0)]
     assert doc["summary"] == {"monitors": 2, "errors": len(doc["errors"]), "warnings": 1}
     keys = {"file", "document", "line", "object", "field", "message", "suggestion"}
     assert doc["errors"] and all(set(f) == keys for f in doc["errors"] + doc["warnings"])

@@ -60,8 +60,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     warnings = len(problems) - errors
     nothing = not monitors and not errors
     if getattr(args, "output", "text") == "json":
-        sources = {k: p.source for k, p in planned.monitors.items()}
-        out.write(checkjson.document(monitors, sources, problems))
+        out.write(checkjson.document(monitors, planned.sources, problems))
     else:
         at = time.time() if now is None else now
         for spec in monitors:
