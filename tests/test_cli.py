@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from route_monitor import envflags
 from route_monitor.cli import build_parser, parse, subparsers
 from route_monitor.commands import doctor
 from route_monitor.doctor import Finding
@@ -48,6 +49,13 @@ def test_every_flag_and_positional_of_every_command_has_help() -> None:
     missing = [f"{name} {a.option_strings or a.dest}" for name, sub in subparsers(build_parser()).items()
                for a in sub._actions if not a.help or a.help == argparse.SUPPRESS]
     assert missing == []
+
+
+def test_each_flag_has_its_own_variable() -> None:
+    for name, sub in subparsers(build_parser()).items():
+        names = [v for v in map(envflags.variable, sub._actions) if v is not None]
+        assert len(names) == len(set(names)), name
+        assert "ROUTE_MONITOR_CA_FILES" not in names, "taken by the probes' extra CA files"
 
 
 def test_a_flag_from_its_variable_and_the_command_line_wins() -> None:
