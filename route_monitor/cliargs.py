@@ -19,14 +19,13 @@ from collections.abc import Sequence
 from typing import Final, TextIO
 
 from alert_rules import durations, tiles
+from route_monitor import logs
 
 OK: Final = 0
 FINDINGS: Final = 1
 USAGE: Final = 2
 STDIN: Final = "-"
 STDIN_PATH: Final = "/dev/stdin"
-LOG_FORMATS: Final = ("text", "json")
-LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 _BARE_SECONDS = re.compile(r"\d+(\.\d+)?")
 
 
@@ -124,10 +123,10 @@ def metrics_address_flag(parser: argparse.ArgumentParser, default: str,
 
 def log_flags(parser: argparse.ArgumentParser) -> None:
     """``--log-format`` and ``--log-level`` of the long-running commands (``route_monitor.logs``)."""
-    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+    parser.add_argument("--log-format", choices=logs.FORMATS, default="text",
                         help="text lines with a timestamp (default) or one JSON object per line (time in "
                              "RFC 3339) with namespace/monitor fields")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info",
+    parser.add_argument("--log-level", choices=logs.LEVELS, default="info",
                         help="default info: start-up, each monitor's transitions and warm-up")
 
 
