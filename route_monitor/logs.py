@@ -13,6 +13,7 @@ import logging
 import sys
 from typing import Final
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 FORMATS: Final = ("text", "json")
@@ -31,6 +32,18 @@ class _Rfc3339JsonFormatter(JsonFormatter):
         return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+FINDING: Final = {"finding": True}
+"""``extra=`` for a line about the input (``path: error: Kind/ns/name: field: ...``): printed as is
+in text, the same line ``check`` prints; a JSON record like any other."""
+
+
+class _TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, "finding", False):
+            return record.getMessage()
+        return super().format(record)
+
+
 def monitor_extra(key: tuple[str, str]) -> dict[str, str]:
     """``extra=`` for a log line about one monitor."""
     return {"namespace": key[0], "monitor": key[1]}
@@ -40,9 +53,11 @@ def configure(*, fmt: str = "text", level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(_Rfc3339JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+                                                   rename_fields={"asctime": "time", "levelname": "level",
+                                                                  "name": "logger"},
+                                                   reserved_attrs=[*RESERVED_ATTRS, "finding"]))
     else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+        handler.setFormatter(_TextFormatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -102,6 +102,7 @@ def test_json_logs_carry_an_rfc3339_time_and_the_monitor(targets: Targets, tmp_p
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "m.yaml").write_text(routemonitor("web", targets.http()))
+    (folder / "bad.yaml").write_text(routemonitor("bad", "http://bad.example/").replace('"99.5"', '"101"'))
     proc = start(folder, running, "--log-format", "json")
     wait_for(lambda: "shop/web: UP" in proc.log, timeout=15, what="the first transition")
     assert proc.stop() == 0
@@ -110,3 +111,18 @@ def test_json_logs_carry_an_rfc3339_time_and_the_monitor(targets: Targets, tmp_p
     [up] = [r for r in records if "shop/web: UP" in r["message"]]
     assert (up["level"], up["namespace"], up["monitor"]) == ("INFO", "shop", "web")
     assert records[-1]["message"] == "stopped"
+    [bad] = [r for r in records if "RouteMonitor/shop/bad" in r["message"]]
+    assert bad["message"].startswith(f"{folder / 'bad.yaml'}: error: RouteMonitor/shop/bad: spec.slo.availability: ")
+    assert bad["level"] == "ERROR" and "finding" not in bad
+
+
+def test_problems_in_the_files_read_as_check_prints_them(targets: Targets, tmp_path: Path,
+                                                          running: list[Running]) -> None:
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "m.yaml").write_text(routemonitor("web", targets.http()))
+    (folder / "bad.yaml").write_text(routemonitor("bad", "http://bad.example/").replace('"99.5"', '"101"'))
+    proc = start(folder, running)
+    [line] = [ln for ln in proc.log.splitlines() if "RouteMonitor/shop/bad" in ln]
+    assert line.startswith(f"{folder / 'bad.yaml'}: error: RouteMonitor/shop/bad: spec.slo.availability: "), line
+    assert proc.stop() == 0

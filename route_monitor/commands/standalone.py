@@ -62,7 +62,8 @@ log = logging.getLogger("route_monitor.standalone")
 
 
 def say_problem(p: ManifestError) -> None:
-    log.log(logging.WARNING if p.warning else logging.ERROR, "%s", p)
+    """A problem in the files: in text, the very line ``check`` prints."""
+    log.log(logging.WARNING if p.warning else logging.ERROR, "%s", p, extra=logs.FINDING)
 
 
 class Standalone:
