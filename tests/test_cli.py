@@ -204,3 +204,10 @@ def test_doctor_reads_rule_labels_from_args_or_the_variable() -> None:
 
 def test_report_help_states_the_format_default() -> None:
     assert "markdown (default)" in " ".join(cli("report", "--help").stdout.split())
+
+
+def test_doctor_without_a_cluster_is_one_error_line(tmp_path: Path) -> None:
+    done = cli("doctor", env={"KUBECONFIG": str(tmp_path / "missing"), "KUBERNETES_SERVICE_HOST": ""})
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("route-monitor doctor: error: cannot read the cluster: "), line
