@@ -19,6 +19,17 @@ PROBE_DURATION_SECONDS: Final = "route_monitor_probe_duration_seconds"
 PROBE_SUCCESS: Final = "route_monitor_probe_success"
 TLS_CERT_EXPIRY: Final = "route_monitor_tls_certificate_expiry_timestamp_seconds"
 TARGET_INFO: Final = "route_monitor_target_info"
+PROBE_PHASE_DURATION_SECONDS: Final = "route_monitor_probe_phase_duration_seconds"
+"""The last probe's time in each phase (``phase`` label, :data:`PHASES`), summed over its redirects:
+what blackbox_exporter's ``probe_http_duration_seconds`` shows."""
+PROBE_HTTP_STATUS_CODE: Final = "route_monitor_probe_http_status_code"
+"""Status of the last probe's last response, 0 when none came (blackbox's ``probe_http_status_code``)."""
+WARMING_UP: Final = "route_monitor_warming_up"
+"""1 while a monitor warms up (its failing probes do not count yet), else 0."""
+LABEL_PHASE: Final = "phase"
+PHASES: Final = ("dns", "connect", "tls", "processing", "transfer")
+"""The ``phase`` label values, in order: resolving, TCP connect, TLS handshake, request sent until
+the response head arrived, reading the body."""
 
 # operator / engine health (same prefix)
 MONITORS: Final = "route_monitor_monitors"

@@ -1,178 +1,84 @@
-"""Command line (Contract 5). Each subcommand lives in ``route_monitor.commands.<name>``
-and exposes ``run(args) -> int``; they are imported lazily so ``--help`` stays fast."""
+"""Command line (Contract 5). Each subcommand lives in ``route_monitor.commands.<name>`` and
+exposes ``add_arguments(parser)`` and ``run(args) -> int``. Only the command being run is
+imported (``--help`` and each command stay fast: the commands' imports take up to a second);
+:func:`build_parser` without ``only`` imports them all (tests, generated docs).
+
+Every flag can also come from ``ROUTE_MONITOR_<FLAG>`` (:mod:`route_monitor.envflags`); exit
+codes and the error line are the same in every command (:mod:`route_monitor.cliargs`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import re
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Final
 
 import prometheus_client
 
-from alert_rules import tiles
-from route_monitor import __version__
+from route_monitor import __version__, envflags
+
+COMMANDS: Final = {
+    "operator": "run in a cluster: watch Routes, Services, Ingresses, HTTPRoutes and RouteMonitors",
+    "standalone": "probe monitors from YAML files, no cluster",
+    "rules": "print the generated recording and alerting rules",
+    "check": "validate manifests and explain what each monitor's alerts mean",
+    "doctor": "read the cluster: will the generated rules and ServiceMonitor be loaded?",
+    "report": "SLO report over a calendar month or a date range, from Prometheus",
+    "demo": "built-in local targets, real engine, live view; no cluster",
+}
+EPILOG: Final = ("Every flag can also be set as ROUTE_MONITOR_<FLAG> (e.g. ROUTE_MONITOR_LOG_LEVEL=debug); "
+                 "the command line wins. Exit codes: 0 fine, 1 findings, 2 usage error or nothing to do.")
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
-    return (host.strip("[]") or "0.0.0.0", int(port))
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"route_monitor.commands.{name}")
 
 
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (top-level options are only --help and --version)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _label(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
-        raise argparse.ArgumentTypeError(f"{text[:100]!r}: expected KEY=VALUE with a Kubernetes label key and value, "
-                                         "e.g. release=kube-prometheus-stack")
-    return (key, value)
-
-
-def _url(text: str) -> str:
-    if not re.match(r"^https?://[^\s/@]+(/\S*)?$", text):
-        shown = "the URL" if "@" in text else repr(text[:100])  # never echo credentials
-        raise argparse.ArgumentTypeError(f"{shown}: expected an http(s) URL without credentials")
-    return text
-
-
-def _tile(text: str) -> int:
-    try:
-        return tiles.parse(text)
-    except tiles.TileError as e:
-        raise argparse.ArgumentTypeError(e.reason) from None
-
-
-def _tile_flag(parser: argparse.ArgumentParser) -> None:
-    """``standalone`` and ``rules`` only: the operator's SLO read-back sums default tiles."""
-    parser.add_argument("--tile", type=_tile, default=tiles.DEFAULT_TILE_MS, metavar="DURATION",
-                        help="length of the tiles the long windows are summed from, and their rule group's "
-                             "interval (default 5m). For test and demo stacks probing every few seconds: 30s "
-                             "opens tickets within a minute or two, at ten times the evaluation cost")
-
-
-def _rule_flags(parser: argparse.ArgumentParser) -> None:
-    """Installation-wide settings of generated rules, shared by ``operator`` and ``rules``."""
-    parser.add_argument("--runbook-base-url", type=_url, metavar="URL",
-                        help="where the alerts' runbooks live (default: the project's docs/runbooks.md)")
-    parser.add_argument("--dashboard-base-url", type=_url, metavar="URL",
-                        help="Grafana's base URL: every alert then carries a dashboard_url to monitor-detail")
-    parser.add_argument("--rule-label", type=_label, action="append", default=[], metavar="KEY=VALUE",
-                        help="label every generated PrometheusRule (repeatable), e.g. release=kube-prometheus-stack "
-                             "for kube-prometheus-stack's default rule selector")
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with ``only`` the flags of that command alone (the others
+    are listed, with their help line, but not imported; ``""``: none)."""
     p = argparse.ArgumentParser(prog="route-monitor", description="Blackbox SLO monitoring for "
-                                "Kubernetes/OpenShift Routes and Services.")
+                                "Kubernetes/OpenShift Routes and Services.", epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"route-monitor {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    op = sub.add_parser("operator",
-                        help="run in a cluster: watch Routes, Services, Ingresses, HTTPRoutes and RouteMonitors")
-    op.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
-                    help="watch only this namespace (repeatable); default: all namespaces")
-    op.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (default 8080)")
-    op.add_argument("--health-port", type=int, default=8081,
-                    help="port of the /healthz liveness endpoint (kopf's; default 8081)")
-    op.add_argument("--allow-url-targets", action="store_true",
-                    help="also probe RouteMonitors whose target is a plain URL (off by default)")
-    op.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
-    op.add_argument("--cluster-domain", default="cluster.local",
-                    help="cluster DNS domain of Service targets' URLs (default cluster.local)")
-    _rule_flags(op)
-    op.add_argument("--log-format", choices=("text", "json"), default="text",
-                    help="text lines (default) or one JSON object per line with namespace/monitor fields")
-    op.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
-                    help="default info: start-up, replicas, each monitor's transitions")
-    op.add_argument("--member-name", metavar="NAME",
-                    help="this replica's name among replicas sharing the monitors through Leases "
-                         "(default: $POD_NAME; neither set: one replica, no Lease)")
-    op.add_argument("--lease-namespace", metavar="NS",
-                    help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
-    op.add_argument("--scrape-per-namespace", action="store_true",
-                    help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
-                         "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
-                         "OpenShift user-workload monitoring)")
-    op.add_argument("--prometheus-url", metavar="URL",
-                    help="read each monitor's SLO from this Prometheus (or Thanos querier) every 5 minutes "
-                         "into status.slo and the BudgetExhausted condition")
-    op.add_argument("--prometheus-bearer-token-file", metavar="FILE",
-                    help="send the token in FILE (read for every query) to --prometheus-url")
-    op.add_argument("--prometheus-ca-file", metavar="FILE", help="trust these CA certificates for --prometheus-url")
-    op.add_argument("--prometheus-timeout", type=float, default=30.0, metavar="SECONDS",
-                    help="timeout of one query to --prometheus-url (default 30)")
-    op.add_argument("--prometheus-interval", type=float, default=300.0, metavar="SECONDS",
-                    help="seconds between two reads of the SLOs (default 300)")
-
-    st = sub.add_parser("standalone", help="probe monitors from YAML files, no cluster")
-    st.add_argument("paths", nargs="+", metavar="PATH",
-                    help="YAML file or folder of RouteMonitor, Route, HTTPRoute, Gateway, Ingress, Service manifests")
-    st.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT",
-                    help="where /metrics is served (default 127.0.0.1:8080)")
-    st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")
-    st.add_argument("--max-concurrency", type=int, default=500, help="probes in flight at most (default 500)")
-    st.add_argument("--service-url", action="append", default=[], metavar="NAMESPACE/NAME=URL",
-                    help="probe this URL for an annotated Service instead of its cluster DNS name "
-                         "(repeatable; the monitor's path still applies)")
-    st.add_argument("--cluster-domain", default="cluster.local",
-                    help="cluster DNS domain of Service URLs (default cluster.local)")
-    _tile_flag(st)
-
-    ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
-    ru.add_argument("paths", nargs="*", metavar="PATH")
-    ru.add_argument("--operator", action="store_true",
-                    help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
-    _rule_flags(ru)
-    _tile_flag(ru)
-    ru.add_argument("--job", default="route-monitor",
-                    help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
-    ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
-                    help="plain Prometheus rule groups (default) or PrometheusRule objects")
-    ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")
-    ru.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-
-    ch = sub.add_parser("check", help="validate manifests and explain what each monitor's alerts mean")
-    ch.add_argument("paths", nargs="+", metavar="PATH")
-
-    do = sub.add_parser("doctor", help="read the cluster: will the generated rules and ServiceMonitor be loaded?")
-    do.add_argument("--operator-namespace", default="route-monitor", metavar="NS",
-                    help="where route-monitor runs (default route-monitor)")
-
-    rp = sub.add_parser("report", help="SLO report over a calendar month or a date range, from Prometheus")
-    rp.add_argument("--prometheus-url", required=True, metavar="URL")
-    rp.add_argument("--prometheus-bearer-token-file", metavar="FILE")
-    rp.add_argument("--prometheus-ca-file", metavar="FILE")
-    rp.add_argument("--prometheus-timeout", type=float, default=60.0, metavar="SECONDS")
-    rp.add_argument("--month", metavar="YYYY-MM", help="a calendar month (default: the previous month)")
-    rp.add_argument("--from", dest="start", metavar="DATE", help="start (YYYY-MM-DD or an ISO date-time)")
-    rp.add_argument("--to", dest="end", metavar="DATE",
-                    help="end (YYYY-MM-DD: included, up to the next midnight; or an ISO date-time)")
-    rp.add_argument("--timezone", default="UTC", metavar="TZ",
-                    help="IANA zone in which dates and months are taken (default UTC)")
-    rp.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
-                    help="only monitors in this namespace (repeatable)")
-    rp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
-
-    de = sub.add_parser("demo", help="built-in local targets, real engine, live view; no cluster")
-    de.add_argument("--metrics-address", type=_address, default=("127.0.0.1", 8080), metavar="HOST:PORT")
-    de.add_argument("--duration", type=float, default=0, help="stop after this many seconds (default: until Ctrl-C)")
+    for name, help_text in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".",
+                                 epilog=EPILOG)
+        if only is None or only == name:
+            command_module(name).add_arguments(command)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each subcommand (to walk every flag)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def parse(argv: Sequence[str], env: Mapping[str, str]) -> argparse.Namespace:
+    chosen = _chosen(argv)
+    parser = build_parser(chosen if chosen in COMMANDS else "")  # "": none imported (--help, a typo)
+    return envflags.parse(parser, subparsers(parser), argv, env)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else list(argv), os.environ if env is None else env)
     # process-wide, before any metric exists: no `_created` series (Prometheus does not use them,
     # and they add a series to every counter and histogram on /metrics)
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-    module = importlib.import_module(f"route_monitor.commands.{args.command}")
     try:
-        return int(module.run(args))
+        return int(command_module(args.command).run(args))
     except KeyboardInterrupt:
         return 130
 

@@ -43,6 +43,8 @@ class Plan:
     """Monitors named in the files that have an error (a reload keeps their last good spec)."""
     files: list[Path] = field(default_factory=list)
     """Credential files the monitors read (``route_monitor.filecreds``): a change reloads."""
+    sources: dict[Key, str] = field(default_factory=dict)
+    """Monitor key -> the manifest it was read from (``path`` or ``path#N``)."""
     valid: list[MonitorSpec] = field(default_factory=list)
     """Every monitor without an error, in key order (what ``check`` explains): those in
     :attr:`monitors`, and with :attr:`Options.cluster_targets` those whose target is elsewhere."""
@@ -111,7 +113,8 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     options = options or Options()
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
-    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found, options.tile_ms)])
+    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found, options.tile_ms)],
+               sources=dict(found.sources))
     for p in found.problems:
         key = _key_of(p.ref)
         if key is not None and not p.warning:

@@ -11,7 +11,9 @@ read the engine's state without locks; they take consistent snapshots of each se
   those metrics; ``namespace=NS`` (with ``render_namespace``) gives one namespace's probe series,
   for per-namespace scraping under user-workload monitoring;
 - the body is gzip-compressed when the scraper accepts it (Prometheus always does);
-- ``/readyz`` answers 200 once ``ready()`` is true, 503 before.
+- ``/readyz`` answers 200 once ``ready()`` is true, 503 before;
+- ``/healthz`` answers 200 while ``healthy()`` is true (always, when not given), 503 after:
+  ``standalone``'s liveness (the operator's is kopf's, on its own port).
 
 Always the text format (0.0.4), which every Prometheus reads.
 """
@@ -43,13 +45,14 @@ def _accepts_gzip(header: str | None) -> bool:
 class MetricsServer:
     def __init__(self, registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 8080, *,
                  render: Callable[[], bytes] | None = None, render_namespace: Callable[[str], bytes] | None = None,
-                 ready: Callable[[], bool] | None = None) -> None:
+                 ready: Callable[[], bool] | None = None, healthy: Callable[[], bool] | None = None) -> None:
         self.registry = registry
         self.host = host
         self.port = port
         self._render = render or (lambda: generate_latest(registry))
         self._render_namespace = render_namespace
         self._ready = ready
+        self._healthy = healthy or (lambda: True)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -78,6 +81,9 @@ class MetricsServer:
                 elif url.path == "/readyz" and server._ready is not None:
                     ok = server._ready()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"starting\n", "text/plain; charset=utf-8")
+                elif url.path == "/healthz":
+                    ok = server._healthy()
+                    self._send(200 if ok else 503, b"ok\n" if ok else b"stalled\n", "text/plain; charset=utf-8")
                 else:
                     self._send(404, b"not found: try /metrics\n", "text/plain; charset=utf-8")
 

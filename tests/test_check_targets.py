@@ -109,4 +109,4 @@ def test_standalone_refuses_a_target_not_in_its_files_and_probes_the_others(tmp_
         assert len(errors) == 1 and warning in errors[0], "".join(lines)
         assert "not in the given files" in errors[0] or "is not known" in errors[0]
         assert any("monitoring shop/good" in line for line in lines) and len(
-            [line for line in lines if line.startswith("monitoring ")]) <= 1, "".join(lines)
+            [line for line in lines if ": monitoring " in line]) <= 1, "".join(lines)

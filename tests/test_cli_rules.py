@@ -130,9 +130,10 @@ def test_one_bad_monitor_among_good_ones_fails_rules_and_is_the_only_error(capsy
     assert [line.split(": error: ")[1].split(":")[0] for line in err.splitlines()] == ["RouteMonitor/shop/bad"]
 
 
-def test_no_monitor_found_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_monitor_found_is_nothing_to_do(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = cli(capsys, "rules", str(tmp_path))
-    assert code == 1 and out == "" and "no RouteMonitor" in err
+    assert (code, out, err) == (2, "", f"route-monitor rules: error: nothing to monitor in {tmp_path}: no "
+                                       "RouteMonitor and no annotated Route, HTTPRoute, Ingress or Service found\n")
 
 
 def test_check_explains_each_monitor(capsys: pytest.CaptureFixture[str]) -> None:

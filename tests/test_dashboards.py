@@ -91,6 +91,7 @@ def test_configmaps_carry_the_sidecar_label_and_the_committed_json() -> None:
     assert len(docs) == len(FILES)
     for doc in docs:
         assert doc["kind"] == "ConfigMap"
+        assert doc["metadata"]["namespace"] == "monitoring", "kubectl apply -f must not depend on the context"
         assert doc["metadata"]["labels"]["grafana_dashboard"] == "1"
         (file, text), = doc["data"].items()
         assert json.loads(text) == load(file)

@@ -4,16 +4,21 @@ Covers: it prints where metrics, rules and manifests are and how to run Promethe
 ``/metrics`` serves all four demo monitors while it runs (the untrusted certificate fails as
 ``certificate_invalid`` with its expiry exported); the rules and ``prometheus.yml`` it writes
 pass ``promtool check config``; it exits 0; a busy metrics port falls back to a free one; the
-live view's burn rates (error ratio / budget, availability and latency).
+live view's burn rates (error ratio / budget, availability and latency); colours only on a
+terminal and never with ``NO_COLOR``; ``--clean`` removes its files, else the last line says where
+they stay.
 """
 
 from __future__ import annotations
 
+import os
+import pty
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -84,6 +89,50 @@ def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
     assert f"127.0.0.1:{port} is busy" in done.stdout
     assert re.search(r"metrics:\s+http://127\.0\.0\.1:\d+/metrics", done.stdout)
     shutil.rmtree(re.search(r"stay in (\S+)", done.stdout).group(1))  # type: ignore[union-attr]
+
+
+def test_clean_removes_the_files_and_says_so() -> None:
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "1s", "--clean",
+                           "--metrics-address", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    folder = Path(re.search(r"manifests:\s+(\S+)/monitors\.yaml", done.stdout).group(1))  # type: ignore[union-attr]
+    assert done.stdout.rstrip("\n").splitlines()[-1] == f"stopped; removed {folder}"
+    assert not folder.exists()
+    assert "\x1b[" not in done.stdout, "no colours or redraws when not on a terminal"
+
+
+def _on_a_terminal(env: dict[str, str]) -> str:
+    """The demo's output when its stdout is a terminal (a pseudo-terminal read until it exits)."""
+    primary, secondary = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "2500ms", "--clean",
+                          "--metrics-address", "127.0.0.1:0"], stdout=secondary, stderr=subprocess.DEVNULL,
+                         env={**os.environ, **env})
+    os.close(secondary)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:  # EIO: the demo closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert p.wait(timeout=30) == 0
+    reader.join(timeout=10)
+    os.close(primary)
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize(("env", "coloured"), [({"NO_COLOR": ""}, True), ({"NO_COLOR": "1"}, False)])
+def test_colours_on_a_terminal_unless_no_color(env: dict[str, str], coloured: bool) -> None:
+    out = _on_a_terminal(env)
+    assert "healthy" in out and "stopped; removed" in out
+    assert ("\x1b[2m" in out) is coloured, out[-2000:]  # the dimmed columns of the live view
 
 
 def _spec(availability: str, latency_ms: int | None = None) -> MonitorSpec:

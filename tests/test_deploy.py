@@ -28,7 +28,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from route_monitor.cli import build_parser
+from route_monitor.cli import parse
 from tests.support.cluster import OPERATOR_TOKEN, ROOT, Cluster
 from tests.support.scc import admit_restricted_v2
 
@@ -207,9 +207,10 @@ def test_deployment_is_hardened_and_matches_the_operators_flags() -> None:
     assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
     assert c["resources"]["limits"]["memory"]
     assert pod["serviceAccountName"] == load("serviceaccount.yaml")["metadata"]["name"]
-    args = build_parser().parse_args(c["args"])  # the flags exist
+    args = parse(c["args"], {e["name"]: e["value"] for e in c["env"] if "value" in e})  # the flags exist
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"metrics": args.metrics_port, "health": args.health_port}
+    assert ports == {"metrics": args.metrics_address[1], "health": args.health_port}
+    assert args.metrics_port is None, "not the deprecated --metrics-port"
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
 

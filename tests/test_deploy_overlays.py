@@ -37,7 +37,8 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding, RoleBinding
 
-from route_monitor.cli import build_parser
+from route_monitor.cli import parse
+from route_monitor.commands.doctor import rule_labels_of
 from route_monitor.doctor import Generated, check_all, selects
 from route_monitor.operator.kube import PrometheusRule, RouteMonitor
 from route_monitor.probe.trust import ENV_CA_FILES, ca_files
@@ -83,7 +84,8 @@ def test_every_layout_renders_a_deployment_restricted_v2_admits(layout: str) -> 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_every_layouts_operator_flags_exist(layout: str) -> None:
-    build_parser().parse_args(operator_container(render(layout))["args"])
+    c = operator_container(render(layout))
+    parse(c["args"], {e["name"]: e["value"] for e in c["env"] if "value" in e})  # args and ROUTE_MONITOR_*
 
 
 def test_user_workload_overlay_scrapes_per_namespace_on_top_of_openshift() -> None:
@@ -165,8 +167,7 @@ def test_kube_prometheus_stack_overlay_is_what_its_prometheus_selects(layout: st
     """doctor's judgement on the rendered objects: the base is silently ignored by
     kube-prometheus-stack's default selectors; the overlay's labels and --rule-label are loaded."""
     objects = render(layout)
-    args = build_parser().parse_args(operator_container(objects)["args"])
-    rule_labels = {"app.kubernetes.io/managed-by": "route-monitor", **dict(args.rule_label)}
+    rule_labels = {"app.kubernetes.io/managed-by": "route-monitor", **rule_labels_of(operator_container(objects))}
     [sm] = of_kind(objects, "ServiceMonitor")
     [own_alerts] = of_kind(objects, "PrometheusRule")
     made = Generated(rule_labels=rule_labels, rule_namespaces=("shop",), service_monitor=sm)

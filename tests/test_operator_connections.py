@@ -161,7 +161,7 @@ async def test_a_reference_watch_keeps_trying_while_the_api_cannot_be_reached(
 
 def test_a_kubeconfig_that_cannot_be_loaded_ends_the_operator_with_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-kubeconfig"
-    proc = subprocess.run([str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(free_port()),
+    proc = subprocess.run([str(VENV_BIN / "route-monitor"), "operator", "--metrics-address", f":{free_port()}",
                            "--health-port", str(free_port())], env={"KUBECONFIG": str(missing), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=60)
     out = proc.stdout + proc.stderr

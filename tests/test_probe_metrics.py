@@ -22,8 +22,11 @@ KEY = ("ns", "m")
 LABELS = {"namespace": "ns", "monitor": "m"}
 
 
+PHASES = (0.001, 0.002, 0.0, 0.125, 0.5)
+
+
 def ok(duration: float, cert: float | None = None) -> ProbeResult:
-    return ProbeResult(KEY, "https://x/", 0.0, True, None, duration, 200, "HTTP 200", cert)
+    return ProbeResult(KEY, "https://x/", 0.0, True, None, duration, 200, "HTTP 200", cert, phases=PHASES)
 
 
 def failed(reason: FailureReason) -> ProbeResult:
@@ -83,8 +86,10 @@ def test_two_registries_do_not_share_anything() -> None:
 
 
 def samples(text: bytes) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:
+    """Every sample but the process's own (its CPU time moves between two renderings)."""
     return sorted((s.name, tuple(sorted(s.labels.items())), s.value)
-                  for f in text_string_to_metric_families(text.decode()) for s in f.samples)
+                  for f in text_string_to_metric_families(text.decode()) for s in f.samples
+                  if not s.name.startswith("process_"))
 
 
 def test_fast_exposition_matches_client_python() -> None:
@@ -101,9 +106,29 @@ def test_fast_exposition_matches_client_python() -> None:
         for why in list(Exclusion)[:i + 1]:  # Contract 9: excluded results and the maintenance gauge
             series.record_excluded(failed(FailureReason.TIMEOUT), why)
         series.maintenance = i % 2
+        series.warming_up = 1 - i % 2
     metrics.add(("other", "fresh"), TargetInfo("http://d/", "service", "d"), 0.25)
     fast = metrics.exposition()
     assert samples(fast) == samples(generate_latest(registry))
     assert fast.count(b"# TYPE route_monitor_probes_total counter") == 1
     assert b'route_monitor_probes_excluded_total{namespace="ns",monitor="m2",reason="paused"} 1.0' in fast
     assert b'route_monitor_maintenance{namespace="other",monitor="fresh"} 0.0' in fast
+
+
+def test_the_last_probes_phases_status_and_warm_up_as_blackbox_exporter_shows_them() -> None:
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    series = metrics.add(KEY, TargetInfo("https://x/", "url", ""), None)
+    page = metrics.exposition().decode()
+    assert f'{names.WARMING_UP}{{namespace="ns",monitor="m"}} 0.0' in page
+    assert names.PROBE_PHASE_DURATION_SECONDS + "{" not in page, "no phases before the first probe"
+    series.record(ok(0.6))
+    phases = {p: registry.get_sample_value(names.PROBE_PHASE_DURATION_SECONDS, {**LABELS, "phase": p})
+              for p in names.PHASES}
+    assert phases == dict(zip(names.PHASES, PHASES, strict=True))
+    assert registry.get_sample_value(names.PROBE_HTTP_STATUS_CODE, LABELS) == 200
+    series.record(failed(FailureReason.CONNECTION_REFUSED))
+    assert registry.get_sample_value(names.PROBE_HTTP_STATUS_CODE, LABELS) == 0, "no response: 0, as blackbox"
+    assert registry.get_sample_value("process_open_fds") is not None
+    assert registry.get_sample_value("process_resident_memory_bytes") is not None
+    assert registry.get_sample_value("process_cpu_seconds_total") is not None

@@ -178,4 +178,4 @@ def test_operator_refuses_bad_prometheus_options_before_starting(capsys: pytest.
                                                                  argv: list[str], message: str) -> None:
     assert main(["operator", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"route-monitor operator: {message}") and "hunter2" not in err
+    assert err.startswith(f"route-monitor operator: error: {message}") and "hunter2" not in err

@@ -4,7 +4,9 @@ stdout: per monitor, where it comes from and what its alerts mean at its probe i
 (``alert_rules.explain``: bad probes and minutes of full outage that trip each alert, when it
 resolves, and the findings). stderr: one line per problem naming the file, the object and the
 field; an invalid object gets one line per field error, all at once, and the summary's
-``error(s)`` counts these lines. Exits 1 when there is an error (warnings do not fail).
+``error(s)`` counts these lines. Exits 1 when there is an error (a warning too with
+``--strict``), 2 when the input holds nothing to monitor. ``-o json`` prints the monitors and
+the findings as one JSON object on stdout instead (:mod:`route_monitor.checkjson`).
 The files are read once, and targets resolved as ``standalone`` resolves them
 (:func:`route_monitor.fileplan.plan`), except that a target (or a Gateway) not in the files is
 a warning: manifests meant for the operator leave it to the cluster.
@@ -20,9 +22,16 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import fileplan, maintenance, manifests
+from route_monitor import checkjson, cliargs, fileplan, maintenance
 from route_monitor.commands.rules import report
 from route_monitor.spec import MonitorSpec, UrlTarget
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    cliargs.manifest_paths(parser, "+")
+    cliargs.output_flag(parser)
+    parser.add_argument("--strict", action="store_true",
+                        help="warnings fail too (exit 1), e.g. a target not in the files")
 
 
 def exclusions(spec: MonitorSpec, now: float) -> str:
@@ -42,20 +51,28 @@ def exclusions(spec: MonitorSpec, now: float) -> str:
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
         now: float | None = None) -> int:
+    """Exit 0: valid (warnings allowed unless ``--strict``); 1: errors (or warnings with
+    ``--strict``); 2: nothing to monitor in the input."""
     out, err = out or sys.stdout, err or sys.stderr
-    planned = fileplan.plan(args.paths, fileplan.Options(cluster_targets=True))
+    planned = fileplan.plan(cliargs.stdin_paths(args.paths), fileplan.Options(cluster_targets=True))
     monitors, problems = planned.valid, planned.problems
-    if not monitors and not any(not p.warning for p in problems):
-        problems.append(manifests.ManifestError(
-            " ".join(args.paths), "", "", "nothing to monitor: no RouteMonitor and no annotated object found"))
-    at = time.time() if now is None else now
-    for spec in monitors:
-        t = spec.target
-        target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
-        path = f", path {spec.path}" if spec.path else ""
-        out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
-    report(problems, err)
     errors = sum(not p.warning for p in problems)
     warnings = len(problems) - errors
-    print(f"{len(monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)
-    return 1 if errors or not monitors else 0
+    nothing = not monitors and not errors
+    if getattr(args, "output", "text") == "json":
+        out.write(checkjson.document(monitors, planned.sources, problems))
+    else:
+        at = time.time() if now is None else now
+        for spec in monitors:
+            t = spec.target
+            target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
+            path = f", path {spec.path}" if spec.path else ""
+            out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
+        report(problems, err)
+        if not nothing:
+            print(f"{len(monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)
+    if nothing:
+        cliargs.error("check", f"nothing to monitor in {' '.join(args.paths)}: no RouteMonitor and no annotated "
+                      "Route, HTTPRoute, Ingress or Service found", err)
+        return cliargs.USAGE
+    return cliargs.FINDINGS if errors or (warnings and getattr(args, "strict", False)) else cliargs.OK

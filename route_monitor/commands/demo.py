@@ -4,21 +4,27 @@ Starts four loopback targets (healthy; flaky with a small error rate; slow; HTTP
 self-signed certificate that is untrusted and expires in 10 days), writes RouteMonitor
 manifests for them, and runs them through the same path as ``standalone`` (files -> resolved
 targets -> engine -> ``/metrics`` and rule files). Prints where everything is and how to point
-a Prometheus at it, then redraws a live table until Ctrl-C (or ``--duration`` seconds).
+a Prometheus at it, then redraws a live table until Ctrl-C (or ``--duration``). Colours only
+on a terminal and without ``NO_COLOR``; the files stay (and the last line says where) unless
+``--clean``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
 import signal
 import sys
 import tempfile
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from route_monitor import cliargs
 from route_monitor import demo_targets as dt
 from route_monitor.fileplan import plan
 from route_monitor.httpserver import MetricsServer
@@ -36,6 +42,15 @@ spec:
   probe: {{interval: 1s, warmup: 0s}}  # the demo targets are up from the start: count every result
   slo: {slo}
 """
+
+
+def add_arguments(de: argparse.ArgumentParser) -> None:
+    cliargs.metrics_address_flag(de, "127.0.0.1:8080", serves="/metrics is served, or a free port when busy")
+    de.add_argument("--duration", type=cliargs.seconds, default=0.0, metavar="DURATION",
+                    help="stop after this long, e.g. 5s or 2m (default: until Ctrl-C; a bare number is seconds)")
+    de.add_argument("--clean", action="store_true",
+                    help="delete the demo's files (manifests, rules, prometheus.yml) when it stops "
+                         "(default: keep them and say where)")
 
 
 async def start_targets(folder: Path) -> tuple[list[asyncio.Server], list[tuple[str, str, str]]]:
@@ -87,7 +102,11 @@ def _serve(metrics: ProbeMetrics, registry: CollectorRegistry, address: tuple[st
         return server, f"note: {address[0]}:{address[1]} is busy ({e.strerror}); serving on port {server.port}\n"
 
 
-async def demo(address: tuple[str, int], duration: float, *, tty: bool) -> int:
+async def demo(address: tuple[str, int], duration: float, *, tty: bool, color: bool | None = None,
+               clean: bool = False) -> int:
+    """``color``: colours in the live view (default: on a terminal); ``clean``: delete the
+    files when stopping."""
+    color = tty if color is None else color
     folder = Path(tempfile.mkdtemp(prefix="route-monitor-demo-"))
     servers, monitors = await start_targets(folder)
     manifests = folder / "monitors.yaml"
@@ -120,17 +139,28 @@ async def demo(address: tuple[str, int], duration: float, *, tty: bool) -> int:
                     await asyncio.wait_for(stop.wait(), timeout=every)
                 except TimeoutError:
                     if tty:
-                        print(CLEAR + header + render(tracker), flush=True)
+                        print(CLEAR + header + render(tracker, color=color), flush=True)
                     else:
                         print(render(tracker, color=False) + "\n", flush=True)
     finally:
         server.stop()
         for s in servers:
             s.close()
-    print(render(tracker, color=tty))
-    print(f"\nstopped; the rules, manifests and prometheus.yml stay in {folder}")
+    print(render(tracker, color=color))
+    if clean:
+        shutil.rmtree(folder, ignore_errors=True)
+        print(f"\nstopped; removed {folder}")
+    else:
+        print(f"\nstopped; the rules, manifests and prometheus.yml stay in {folder} (--clean removes them)")
     return 0
 
 
+def wants_color(env: Mapping[str, str], tty: bool) -> bool:
+    """Colours on a terminal, unless ``NO_COLOR`` is set to anything but "" (https://no-color.org)."""
+    return tty and not env.get("NO_COLOR")
+
+
 def run(args: argparse.Namespace) -> int:
-    return asyncio.run(demo(args.metrics_address, args.duration, tty=sys.stdout.isatty()))
+    tty = sys.stdout.isatty()
+    return asyncio.run(demo(args.metrics_address, args.duration, tty=tty, color=wants_color(os.environ, tty),
+                            clean=getattr(args, "clean", False)))

@@ -5,12 +5,14 @@ Reads (with the caller's credentials, ``$KUBECONFIG`` or in-cluster): the APIs p
 operator's Deployment (replicas, ``--rule-label`` flags), its ServiceMonitor, the namespaces
 holding RouteMonitors and every ``Prometheus`` object; asks the API server (SubjectAccessReview)
 whether the operator's ServiceAccount may do what it needs. Prints one line per finding
-(``ok:``, ``warning:``, ``problem:``); exits 1 when there is a problem. Writes nothing.
+(``ok:``, ``warning:``, ``problem:``), or with ``-o json`` one JSON object; exits 1 when there
+is a problem, 2 when the cluster cannot be read. Writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -22,7 +24,7 @@ from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
-from route_monitor import sources
+from route_monitor import cliargs, sources
 from route_monitor.doctor import Finding, Generated, check_all
 from route_monitor.operator.apierrors import status_code
 from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
@@ -38,6 +40,12 @@ OPERATOR_NEEDS = (
     ("", "events", "create"),
 )
 """A sample of what the operator must be allowed cluster-wide (deploy/base/clusterrole.yaml grants it)."""
+
+
+def add_arguments(do: argparse.ArgumentParser) -> None:
+    do.add_argument("--operator-namespace", default="route-monitor", metavar="NS",
+                    help="where route-monitor runs (default route-monitor)")
+    cliargs.output_flag(do)
 
 
 def _items(client: Client, res: Any, namespace: str | None = ALL_NS) -> list[dict[str, Any]] | None:
@@ -78,15 +86,25 @@ def _operator(client: Client, ns: str) -> tuple[list[Finding], dict[str, str], s
     out = [Finding("ok" if ready >= wanted else "problem" if ready == 0 else "warning",
                    f"operator Deployment {ns}/route-monitor: {ready}/{wanted} replicas ready")]
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
-    args = list(containers[0].get("args") or [])
+    labels.update(rule_labels_of(containers[0]))
+    account = ((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName") or "default"
+    return out, labels, f"system:serviceaccount:{ns}:{account}"
+
+
+def rule_labels_of(container: dict[str, Any]) -> dict[str, str]:
+    """The operator container's ``--rule-label`` flags, else its ``ROUTE_MONITOR_RULE_LABEL``
+    (comma-separated; the command line wins, as in the operator)."""
+    args = list(container.get("args") or [])
+    values = []
     for i, arg in enumerate(args):
         value = arg.split("=", 1)[1] if arg.startswith("--rule-label=") else (
             args[i + 1] if arg == "--rule-label" and i + 1 < len(args) else None)
-        if value and "=" in value:
-            k, v = value.split("=", 1)
-            labels[k] = v
-    account = ((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName") or "default"
-    return out, labels, f"system:serviceaccount:{ns}:{account}"
+        if value:
+            values.append(value)
+    if not values:
+        env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+        values = [v.strip() for v in str(env.get("ROUTE_MONITOR_RULE_LABEL") or "").split(",")]
+    return dict(v.split("=", 1) for v in values if "=" in v)
 
 
 def _rbac(client: Client, user: str) -> list[Finding]:
@@ -134,20 +152,26 @@ def diagnose(client: Client, operator_namespace: str) -> list[Finding]:
     return findings + check_all(_items(client, Prometheus) or [], made, ns_labels)
 
 
-def report(findings: Iterable[Finding], out: TextIO) -> int:
-    problems = 0
-    for f in findings:
-        print(f, file=out)
-        problems += f.level == "problem"
-    print(f"{problems} problem(s)", file=out)
-    return 1 if problems else 0
+def report(findings: Iterable[Finding], out: TextIO, fmt: str = "text") -> int:
+    """Exit 1 when there is a problem. ``json``: ``{"findings": [{"level", "message"}...], "problems": N}``."""
+    found = list(findings)
+    problems = sum(f.level == "problem" for f in found)
+    if fmt == "json":
+        out.write(json.dumps({"findings": [{"level": f.level, "message": f.message} for f in found],
+                              "problems": problems}, indent=2) + "\n")
+    else:
+        for f in found:
+            print(f, file=out)
+        print(f"{problems} problem(s)", file=out)
+    return cliargs.FINDINGS if problems else cliargs.OK
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         client = Client(config=KubeConfig.from_env())
-        return report(diagnose(client, args.operator_namespace), out)
+        findings = diagnose(client, args.operator_namespace)
     except Exception as e:  # unreachable cluster, no credentials: one line, not a traceback
-        print(f"doctor: error: cannot read the cluster: {e}", file=sys.stderr)
-        return 2
+        cliargs.error("doctor", f"cannot read the cluster: {e}")
+        return cliargs.USAGE
+    return report(findings, out, getattr(args, "output", "text"))

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import logging
 import os
-import sys
 from collections.abc import Mapping
 
 import kopf
@@ -22,7 +21,7 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor import logs, promapi
+from route_monitor import cliargs, logs, promapi
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
 from route_monitor.operator import patience, rest, scrapesync, slo_loop, transport
@@ -45,10 +44,53 @@ from route_monitor.probe.trust import TrustError, contexts_from_env
 log = logging.getLogger("route_monitor.operator")
 
 
+def add_arguments(op: argparse.ArgumentParser) -> None:
+    op.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                    help="watch only this namespace (repeatable); default: all namespaces")
+    cliargs.metrics_address_flag(op, ":8080")
+    op.add_argument("--metrics-port", type=cliargs.port, metavar="PORT",
+                    help="deprecated: use --metrics-address :PORT")
+    op.add_argument("--health-port", type=cliargs.port, default=8081, metavar="PORT",
+                    help="port of the /healthz liveness endpoint (kopf's; default 8081)")
+    op.add_argument("--allow-url-targets", action="store_true",
+                    help="also probe RouteMonitors whose target is a plain URL (off by default)")
+    op.add_argument("--max-concurrency", type=cliargs.positive_int, default=500, metavar="N",
+                    help="probes in flight at most (default 500)")
+    op.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
+                    help="cluster DNS domain of Service targets' URLs (default cluster.local)")
+    cliargs.rule_flags(op)
+    cliargs.log_flags(op)
+    op.add_argument("--member-name", metavar="NAME",
+                    help="this replica's name among replicas sharing the monitors through Leases "
+                         "(default: $POD_NAME; neither set: one replica, no Lease)")
+    op.add_argument("--lease-namespace", metavar="NS",
+                    help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
+    op.add_argument("--scrape-per-namespace", action="store_true",
+                    help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
+                         "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
+                         "OpenShift user-workload monitoring)")
+    op.add_argument("--prometheus-url", metavar="URL",
+                    help="read each monitor's SLO from this Prometheus (or Thanos querier) every "
+                         "--prometheus-interval into status.slo and the BudgetExhausted condition")
+    op.add_argument("--prometheus-bearer-token-file", metavar="FILE",
+                    help="send the token in FILE (read for every query) to --prometheus-url")
+    op.add_argument("--prometheus-ca-file", metavar="FILE", help="trust these CA certificates for --prometheus-url")
+    op.add_argument("--prometheus-timeout", type=cliargs.seconds, default=30.0, metavar="DURATION",
+                    help="timeout of one query to --prometheus-url, e.g. 10s (default 30s; a bare number is seconds)")
+    op.add_argument("--prometheus-interval", type=cliargs.seconds, default=300.0, metavar="DURATION",
+                    help="time between two reads of the SLOs, e.g. 1m (default 5m; a bare number is seconds)")
+
+
+def metrics_address(args: argparse.Namespace) -> tuple[str, int]:
+    """``--metrics-address``, or the deprecated ``--metrics-port`` (all interfaces) when given."""
+    port = getattr(args, "metrics_port", None)
+    return ("0.0.0.0", port) if port is not None else tuple(args.metrics_address)
+
+
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> OperatorSettings:
     prometheus, slo_interval = _prometheus(args)
     return OperatorSettings(namespaces=tuple(args.namespace), allow_url_targets=args.allow_url_targets,
-                            metrics_port=args.metrics_port, health_port=args.health_port,
+                            metrics_address=metrics_address(args), health_port=args.health_port,
                             max_concurrency=args.max_concurrency, cluster_domain=args.cluster_domain,
                             rules=rule_defaults(args),
                             member=args.member_name or env.get("POD_NAME") or None,
@@ -109,7 +151,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     supervisor.reconciler.credentials = OperatorCredentials(references)
     slo = slo_loop.start(settings, supervisor, registry)
     ready = asyncio.Event()
-    server = MetricsServer(registry, "0.0.0.0", settings.metrics_port, ready=ready.is_set,
+    server = MetricsServer(registry, *settings.metrics_address, ready=ready.is_set,
                            render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)
     server.start()
     await engine.start()
@@ -126,9 +168,9 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         await slo.stop()
         await engine.close()
 
-    log.info("route-monitor operator: %s, url targets %s, /metrics on :%d, /healthz on :%d, %s",
+    log.info("route-monitor operator: %s, url targets %s, /metrics on %s, /healthz on :%d, %s",
              "namespaces " + ", ".join(settings.namespaces) if settings.namespaces else "all namespaces",
-             "allowed" if settings.allow_url_targets else "refused", settings.metrics_port, settings.health_port,
+             "allowed" if settings.allow_url_targets else "refused", server.url, settings.health_port,
              f"member {settings.member} (leases in {settings.lease_namespace})" if settings.member
              else "one replica (no --member-name or $POD_NAME: no Lease)")
     world = supervisor.world
@@ -164,11 +206,13 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "metrics_port", None) is not None:
+        cliargs.warn("operator", f"--metrics-port is deprecated: use --metrics-address :{args.metrics_port}")
     try:
         settings = settings_from_args(args)
     except promapi.InvalidSettings as e:
-        print(f"route-monitor operator: {e}", file=sys.stderr)
-        return 2
+        cliargs.error("operator", str(e))
+        return cliargs.USAGE
     logs.configure(fmt=args.log_format, level=args.log_level)
     try:
         tls, extra_trust = contexts_from_env(os.environ)

@@ -15,9 +15,29 @@ import re
 import sys
 
 from alert_rules import readback
-from route_monitor import promapi, report, reportrange
+from route_monitor import cliargs, promapi, report, reportrange
 
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def add_arguments(rp: argparse.ArgumentParser) -> None:
+    rp.add_argument("--prometheus-url", required=True, metavar="URL",
+                    help="the Prometheus (or Thanos querier) that scrapes route-monitor, e.g. http://prometheus:9090")
+    rp.add_argument("--prometheus-bearer-token-file", metavar="FILE",
+                    help="send the token in FILE to --prometheus-url")
+    rp.add_argument("--prometheus-ca-file", metavar="FILE", help="trust these CA certificates for --prometheus-url")
+    rp.add_argument("--prometheus-timeout", type=cliargs.seconds, default=60.0, metavar="DURATION",
+                    help="timeout of one query, e.g. 2m (default 60s; a bare number is seconds)")
+    rp.add_argument("--month", metavar="YYYY-MM", help="a calendar month (default: the previous month)")
+    rp.add_argument("--from", dest="start", metavar="DATE", help="start (YYYY-MM-DD or an ISO date-time)")
+    rp.add_argument("--to", dest="end", metavar="DATE",
+                    help="end (YYYY-MM-DD: included, up to the next midnight; or an ISO date-time)")
+    rp.add_argument("--timezone", default="UTC", metavar="TZ",
+                    help="IANA zone in which dates and months are taken (default UTC)")
+    rp.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                    help="only monitors in this namespace (repeatable)")
+    rp.add_argument("--format", choices=tuple(report.RENDER), default="markdown",
+                    help="markdown (default), csv or json, on stdout")
 
 
 def _namespaces(values: list[str]) -> tuple[str, ...]:
@@ -71,12 +91,12 @@ def run(args: argparse.Namespace) -> int:
                                   now=dt.datetime.now(dt.UTC))
         namespaces = _namespaces(args.namespace)
     except (promapi.InvalidSettings, reportrange.RangeError) as e:
-        print(f"route-monitor report: {e}", file=sys.stderr)
-        return 2
+        cliargs.error("report", str(e))
+        return cliargs.USAGE
     try:
         table = asyncio.run(_fetch(settings, rng, namespaces))
     except promapi.PrometheusError as e:
-        print(f"route-monitor report: {e}", file=sys.stderr)
-        return 1
+        cliargs.error("report", str(e))
+        return cliargs.FINDINGS
     sys.stdout.write(report.RENDER[args.format](rng, table))
     return 0

@@ -8,7 +8,8 @@ document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` 
 route-monitor's own alerts instead (``deploy/base/operator-rules.yaml`` is that output).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
-printed and do not fail; any error fails the command and nothing is written.
+printed and do not fail; any error fails the command (exit 1) and nothing is written. No
+monitor in the input: exit 2. ``-`` reads the manifests from standard input.
 """
 
 from __future__ import annotations
@@ -26,8 +27,22 @@ from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_ru
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.render import to_yaml, with_header
 from alert_rules.tiles import DEFAULT_TILE_MS
-from route_monitor import manifests
+from route_monitor import cliargs, manifests
 from route_monitor.spec import MonitorSpec
+
+
+def add_arguments(ru: argparse.ArgumentParser) -> None:
+    cliargs.manifest_paths(ru, "*")
+    ru.add_argument("--operator", action="store_true",
+                    help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
+    cliargs.rule_flags(ru)
+    cliargs.tile_flag(ru)
+    ru.add_argument("--job", default="route-monitor", metavar="JOB",
+                    help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
+    ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
+                    help="plain Prometheus rule groups (default) or PrometheusRule objects")
+    ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")
+    ru.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
 
 @dataclass
@@ -110,20 +125,20 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     out, err = out or sys.stdout, err or sys.stderr
     if args.operator:
         if args.paths:
-            print("rules: error: --operator prints route-monitor's own alerts and takes no PATH", file=err)
-            return 2
+            cliargs.error("rules", "--operator prints route-monitor's own alerts and takes no PATH", err)
+            return cliargs.USAGE
         return run_operator(args, out)
     if not args.paths:
-        print("rules: error: give a PATH of manifests (or --operator for route-monitor's own alerts)", file=err)
-        return 2
-    loaded = load(args.paths, args.tile)
+        cliargs.error("rules", "give a PATH of manifests (or --operator for route-monitor's own alerts)", err)
+        return cliargs.USAGE
+    loaded = load(cliargs.stdin_paths(args.paths), args.tile)
     report(loaded.problems, err)
     if loaded.failed:
-        return 1
+        return cliargs.FINDINGS
     if not loaded.monitors:
-        print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route, HTTPRoute, Ingress or "
-              "Service found", file=err)
-        return 1
+        cliargs.error("rules", f"nothing to monitor in {' '.join(args.paths)}: no RouteMonitor and no annotated "
+                      "Route, HTTPRoute, Ingress or Service found", err)
+        return cliargs.USAGE
     defaults = replace(rule_defaults(args), tile_ms=args.tile)
     text = render(loaded.monitors, args.format, defaults)
     if args.tests:
@@ -132,4 +147,4 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
-    return 0
+    return cliargs.OK

@@ -4,7 +4,10 @@ Serves ``/metrics`` (``--metrics-address``), writes the generated rules to ``--r
 plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``), re-reads the
 files when they change (polling), and exits 0 on SIGTERM/SIGINT. Problems go to stderr naming
 the file, the object and the field; with nothing valid to monitor at start-up the exit status
-is 2. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
+is 2. Logs like the operator (``--log-format``, ``--log-level``, :mod:`route_monitor.logs`):
+start-up, each monitor's transitions and warm-up (:mod:`route_monitor.transitions`). Serves
+``/healthz`` (the event loop comes round) and ``/readyz`` (the files' monitors are probing)
+beside ``/metrics``. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
 error is printed); one removed from the files stops.
 """
 
@@ -15,44 +18,52 @@ import asyncio
 import logging
 import os
 import signal
-import sys
-from collections.abc import Callable
+import time
 from pathlib import Path
-from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
+from alert_rules import durations
+from route_monitor import cliargs, logs
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
+from route_monitor.manifests import ManifestError
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
-from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probe.trust import TrustError, contexts_from_env
 from route_monitor.rulefiles import RuleFiles
+from route_monitor.transitions import Transitions
 
 RELOAD_POLL_SECONDS = 1.0
 SHOW_MONITORS = 20
+STALLED_SECONDS = 30.0
+"""/healthz fails when the event loop has not come round for this long (a hung process)."""
 
 
-def say(text: str, stream: TextIO | None = None) -> None:
-    print(text, file=stream or sys.stderr, flush=True)
+def add_arguments(st: argparse.ArgumentParser) -> None:
+    st.add_argument("paths", nargs="+", metavar="PATH",
+                    help="YAML file or folder of RouteMonitor, Route, HTTPRoute, Gateway, Ingress, Service manifests "
+                         "(re-read when they change)")
+    cliargs.metrics_address_flag(st, "127.0.0.1:8080")
+    st.add_argument("--rules-dir", metavar="DIR", help="write the generated Prometheus rule files here")
+    st.add_argument("--max-concurrency", type=cliargs.positive_int, default=500, metavar="N",
+                    help="probes in flight at most (default 500)")
+    st.add_argument("--service-url", action="append", default=[], metavar="NAMESPACE/NAME=URL",
+                    help="probe this URL for an annotated Service instead of its cluster DNS name "
+                         "(repeatable; the monitor's path still applies)")
+    st.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
+                    help="cluster DNS domain of Service URLs (default cluster.local)")
+    cliargs.tile_flag(st)
+    cliargs.log_flags(st)
 
 
-class Transitions:
-    """Prints a line when a monitor goes up or down (not on every probe)."""
+log = logging.getLogger("route_monitor.standalone")
 
-    def __init__(self, out: Callable[[str], None] = say) -> None:
-        self._last: dict[Key, bool] = {}
-        self._out = out
 
-    def __call__(self, r: ProbeResult) -> None:
-        if self._last.get(r.key) == r.success:
-            return
-        self._last[r.key] = r.success
-        state = "UP" if r.success else f"DOWN ({r.reason.value if r.reason else 'other'}: {r.detail})"
-        counted = f"  (not counted: {r.excluded.value})" if r.excluded is not None else ""
-        self._out(f"{r.key[0]}/{r.key[1]}: {state}  {r.url}{counted}")
+def say_problem(p: ManifestError) -> None:
+    """A problem in the files: in text, the very line ``check`` prints."""
+    log.log(logging.WARNING if p.warning else logging.ERROR, "%s", p, extra=logs.FINDING)
 
 
 class Standalone:
@@ -64,28 +75,39 @@ class Standalone:
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
-        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions(), tls=tls)
-        self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition)
+        self.transitions = Transitions(log)
+        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=self.transitions, tls=tls)
+        self.ready = False
+        """/readyz: the monitors of the files are probing."""
+        self.alive_at = time.monotonic()
+        """Last time the event loop came round (/healthz)."""
+        self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition,
+                                    ready=lambda: self.ready, healthy=self.healthy)
         self.current: dict[Key, Planned] = {}
         self.watched: list[Path] = []
         """Credential files read by the monitors: rotating one reloads like editing a manifest."""
         self.poll = poll
 
+    def healthy(self) -> bool:
+        return time.monotonic() - self.alive_at < STALLED_SECONDS
+
     async def apply(self, new: Plan) -> tuple[int, int, int]:
         """Make the engine match ``new`` (in batches that yield to the running probes); returns
         (added, changed, removed). Rules: :meth:`write_rules`."""
         for p in new.problems:
-            say(str(p))
+            say_problem(p)
         wanted = dict(new.monitors)
         for key in new.failed - set(wanted):
             if key in self.current:
-                say(f"{key[0]}/{key[1]}: keeping its last good spec until the errors above are fixed")
+                log.warning("%s/%s: keeping its last good spec until the errors above are fixed", *key,
+                            extra=logs.monitor_extra(key))
                 wanted[key] = self.current[key]
         added = [k for k in wanted if k not in self.current]
         changed = [k for k in wanted if k in self.current and wanted[k] != self.current[k]]
         removed = [k for k in self.current if k not in wanted]
         for key in removed:
             self.engine.remove_monitor(key)
+            self.transitions.forget(key)
         await self.engine.set_monitors([(wanted[key].spec, wanted[key].target) for key in (*added, *changed)])
         self.current = wanted
         self.watched = new.files
@@ -99,20 +121,21 @@ class Standalone:
         written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo(self.options.tile_ms)
                                                                    for p in self.current.values()])
         if written or deleted:
-            say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
+            log.info("rules: %d file(s) written, %d deleted in %s", len(written), len(deleted), self.rules.folder)
 
     async def main(self) -> int:
         first = plan(self.paths, self.options)
         if not first.monitors:
             for p in first.problems:
-                say(str(p))
-            say("error: nothing valid to monitor in " + " ".join(self.paths))
-            return 2
+                say_problem(p)
+            cliargs.error("standalone", "nothing valid to monitor in " + " ".join(self.paths))
+            return cliargs.USAGE
         try:
             self.server.start()
         except OSError as e:
-            say(f"error: cannot serve metrics on {self.server.host}:{self.server.port}: {e.strerror or e}")
-            return 1
+            cliargs.error("standalone", f"cannot serve metrics on {self.server.host}:{self.server.port}: "
+                          f"{e.strerror or e}")
+            return cliargs.USAGE
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -121,24 +144,29 @@ class Standalone:
             async with self.engine:
                 await self.apply(first)
                 for m in list(self.current.values())[:SHOW_MONITORS]:
-                    say(f"monitoring {m.spec.namespace}/{m.spec.name}: {m.target.url} every "
-                        f"{m.spec.probe.interval_ms / 1000:g}s")
+                    warmup = m.spec.probe.warmup_ms
+                    log.info("monitoring %s/%s: %s every %gs%s", m.spec.namespace, m.spec.name, m.target.url,
+                             m.spec.probe.interval_ms / 1000,
+                             f", warm-up {durations.format_ms(warmup)} (failures count after it or the first "
+                             "success)" if warmup else "", extra=logs.monitor_extra(m.spec.key))
                 if len(self.current) > SHOW_MONITORS:
-                    say(f"... and {len(self.current) - SHOW_MONITORS} more monitors")
+                    log.info("... and %d more monitors", len(self.current) - SHOW_MONITORS)
                 del first
                 settle_heap()
-                say(f"metrics: {self.server.url}" + (f"  rules: {self.rules.folder}/*.rules.yml"
-                                                     if self.rules else ""))
+                self.ready = True
+                log.info("metrics: %s%s", self.server.url,
+                         f"  rules: {self.rules.folder}/*.rules.yml" if self.rules else "")
                 await self.write_rules()
                 await self._watch(stop)
         finally:
             self.server.stop()
-        say("stopped")
-        return 0
+        log.info("stopped")
+        return cliargs.OK
 
     async def _watch(self, stop: asyncio.Event) -> None:
         seen = fingerprint([*self.paths, *self.watched])
         while not stop.is_set():
+            self.alive_at = time.monotonic()
             try:
                 await asyncio.wait_for(stop.wait(), timeout=self.poll)
                 return
@@ -153,23 +181,25 @@ class Standalone:
                 settle_heap(full=bool(changed or removed))
                 await self.write_rules()
             except Exception as e:  # a reload must never take the running monitors down
-                logging.getLogger(__name__).exception("reload failed")
-                say(f"error: reload failed, keeping the running monitors: {e}")
+                log.exception("reload failed, keeping the running monitors: %s", e)
                 continue
-            say(f"reloaded: {len(self.current)} monitor(s) (+{added} ~{changed} -{removed})")
+            log.info("reloaded: %d monitor(s) (+%d ~%d -%d)", len(self.current), added, changed, removed)
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if cliargs.STDIN in args.paths:
+        cliargs.error("standalone", "standalone re-reads its files when they change: give a file or folder, not -")
+        return cliargs.USAGE
+    logs.configure(fmt=getattr(args, "log_format", "text"), level=getattr(args, "log_level", "info"))
     try:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
                           getattr(args, "cluster_domain", "cluster.local"), args.tile)
         tls, extra_trust = contexts_from_env(os.environ)
     except (ValueError, TrustError) as e:
-        say(f"error: {e}")
-        return 2
-    for _, line in extra_trust.notes():
-        say(line)
+        cliargs.error("standalone", str(e))
+        return cliargs.USAGE
+    for warning, line in extra_trust.notes():
+        log.log(logging.WARNING if warning else logging.INFO, "%s", line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
                      max_concurrency=args.max_concurrency, options=options, tls=tls)
     return asyncio.run(app.main())

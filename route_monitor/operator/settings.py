@@ -16,8 +16,8 @@ class OperatorSettings:
     """Probe RouteMonitors whose target is a plain URL (``--allow-url-targets``); off by default."""
     cluster_domain: str = "cluster.local"
     """DNS domain of Service targets: ``NAME.NAMESPACE.svc.DOMAIN``."""
-    metrics_port: int = 8080
-    """Port of ``/metrics`` and ``/readyz``."""
+    metrics_address: tuple[str, int] = ("0.0.0.0", 8080)
+    """Host and port of ``/metrics`` and ``/readyz`` (``--metrics-address``)."""
     health_port: int = 8081
     """Port of kopf's liveness endpoint ``/healthz``."""
     max_concurrency: int = 500

@@ -14,10 +14,12 @@ import errno
 import ipaddress
 import socket
 import ssl
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from alert_rules.names import PHASES
 from route_monitor.probe import dns
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
@@ -38,6 +40,16 @@ class Progress:
     """The probe's deadline on the event loop's clock (bounds a ``bodyRegex`` match)."""
     matching: str = ""
     """Set while ``bodyRegex`` runs: the detail for a deadline hit during the match."""
+    phases: list[float] = field(default_factory=lambda: [0.0] * len(PHASES))
+    """Seconds spent in each of ``names.PHASES`` (summed over redirects)."""
+    lap_started: float = 0.0
+
+    def lap(self, phase: int) -> None:
+        """Add the time since the last lap to ``phases[phase]`` (an index into ``names.PHASES``)."""
+        now = time.perf_counter()
+        if self.lap_started:
+            self.phases[phase] += now - self.lap_started
+        self.lap_started = now
 
 
 class Stream:
@@ -67,6 +79,9 @@ class Stream:
     def get_extra_info(self, info: str) -> Any:
         return None
 
+
+DNS, CONNECT, TLS, PROCESSING, TRANSFER = range(len(PHASES))
+"""Indexes of :attr:`Progress.phases`."""
 
 AnyStream = Stream | TLSStream
 """What :func:`open_stream` returns: plain (the socket itself) or TLS (:mod:`tlsstream`)."""
@@ -142,7 +157,9 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     TCP connect and TLS are two steps (so a failure names its phase); TLS runs on the
     connected socket through :mod:`~route_monitor.probe.tlsstream`, not asyncio's SSL transport."""
     progress.phase = Phase.DNS
+    progress.lap_started = time.perf_counter()
     addresses = await resolve(host)
+    progress.lap(DNS)
     progress.phase = Phase.CONNECT
     last: OSError | None = None
     for address in addresses:
@@ -156,9 +173,11 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     else:
         assert last is not None
         raise last
+    progress.lap(CONNECT)
     if tls is not None:
         progress.phase = Phase.TLS
         stream: AnyStream = await open_tls(sock, tls, server_hostname or host)
+        progress.lap(TLS)
     else:
         stream = Stream(sock)
     progress.phase = Phase.HTTP

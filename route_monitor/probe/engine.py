@@ -143,6 +143,7 @@ class ProbeEngine:
                          Schedule.for_monitor(key, interval, jitter=default_jitter(interval, self._rng,
                                                                                     self._max_jitter)),
                          self._gate(spec, target, old))
+        series.warming_up = int(worker.gate.warm_until > self._wall())
         self._workers[key] = worker
         if self._started:
             self._launch(worker)
@@ -190,6 +191,7 @@ class ProbeEngine:
                 finally:
                     self.metrics.in_flight -= 1
             why = worker.gate.decide(result.timestamp, result.success)
+            worker.series.warming_up = 1 if worker.gate.warm_until else 0
             if why is None:
                 worker.series.record(result)
                 worker.series.maintenance = 0

@@ -46,6 +46,10 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
     excluded = _family(names.PROBES_EXCLUDED_TOTAL, "counter", helps[names.PROBES_EXCLUDED_TOTAL])
     maintenance = _family(names.MAINTENANCE, "gauge", helps[names.MAINTENANCE])
+    warming = _family(names.WARMING_UP, "gauge", helps[names.WARMING_UP])
+    phase_family = _family(names.PROBE_PHASE_DURATION_SECONDS, "gauge", helps[names.PROBE_PHASE_DURATION_SECONDS])
+    status = _family(names.PROBE_HTTP_STATUS_CODE, "gauge", helps[names.PROBE_HTTP_STATUS_CODE])
+    pd = names.PROBE_PHASE_DURATION_SECONDS
     p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
     for s in series:
         ident = s.ident
@@ -68,7 +72,14 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
         for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
             excluded.append(f'{names.PROBES_EXCLUDED_TOTAL}{{{ident},reason="{why.value}"}} {n}.0')
         maintenance.append(f"{names.MAINTENANCE}{{{ident}}} {s.maintenance}.0")
+        warming.append(f"{names.WARMING_UP}{{{ident}}} {s.warming_up}.0")
+        last = s.phases
+        if last is not None:
+            for phase, seconds in zip(names.PHASES, last, strict=True):
+                phase_family.append(f'{pd}{{{ident},phase="{phase}"}} {seconds!r}')  # finite: repr is exact
+        if s.status_code is not None:
+            status.append(f"{names.PROBE_HTTP_STATUS_CODE}{{{ident}}} {s.status_code}.0")
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
-    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance,
-                      *flight]) + "\n"
+    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance, *warming,
+                      *phase_family, *status, *flight]) + "\n"

@@ -17,6 +17,7 @@ the server sent a single byte is :class:`~route_monitor.probe.reasons.ClosedWith
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from route_monitor import httpfields
@@ -162,10 +163,11 @@ class _Reader:
 
 
 async def exchange(stream: AnyStream, head: bytes, *, head_request: bool, max_body_bytes: int,
-                   follow_redirects: bool = True, statuses: list[int] | None = None) -> Response:
+                   follow_redirects: bool = True, statuses: list[int] | None = None,
+                   on_head: Callable[[], None] | None = None) -> Response:
     """Send ``head`` (from :func:`request_head`) and read the response; a redirect's body is not
     read when following it. The status is appended to ``statuses`` as soon as the head arrives
-    (so a failure while reading the body still reports it)."""
+    (so a failure while reading the body still reports it), and ``on_head`` called (phase timing)."""
     await stream.write(head)
     reader = _Reader(stream)
     while True:
@@ -176,6 +178,8 @@ async def exchange(stream: AnyStream, head: bytes, *, head_request: bool, max_bo
             break
     if statuses is not None:
         statuses.append(status)
+    if on_head is not None:
+        on_head()
     location = fields[b"location"][0].decode("latin-1") if b"location" in fields else None
     if (follow_redirects and location is not None and 300 <= status < 400) or head_request or status in _NO_BODY:
         return Response(status, location, b"")

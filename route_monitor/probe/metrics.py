@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from alert_rules import names
@@ -48,6 +48,9 @@ HELP = {
     names.PROBES_IN_FLIGHT: "Probes running right now",
     names.PROBES_EXCLUDED_TOTAL: "Probes whose result did not count in the SLO, by reason",
     names.MAINTENANCE: "1 while the monitor is in a maintenance window or paused, else 0",
+    names.WARMING_UP: "1 while the monitor warms up (its failing probes are not counted yet), else 0",
+    names.PROBE_PHASE_DURATION_SECONDS: "The last probe's seconds in each phase, summed over its redirects",
+    names.PROBE_HTTP_STATUS_CODE: "Status code of the last probe's last response (0: none came)",
 }
 
 
@@ -86,7 +89,7 @@ class MonitorSeries:
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
     __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
-                 "last_success", "maintenance", "success")
+                 "last_success", "maintenance", "phases", "status_code", "success", "warming_up")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
         self.key = key
@@ -101,13 +104,25 @@ class MonitorSeries:
         self.excluded: dict[Exclusion, int] = {}
         """Contract 9: results that did not count, by reason (a reason's series appears on its first)."""
         self.maintenance = 0
+        self.warming_up = 0
+        self.phases: tuple[float, ...] | None = None
+        """The last probe's seconds per ``names.PHASES`` (after the first probe)."""
+        self.status_code: int | None = None
+        """The last probe's last status, 0 when no response came (after the first probe)."""
 
     def set_info(self, info: TargetInfo) -> None:
         self.info = info
         self.info_labels = (f'url="{exposition.escape(info.url)}",kind="{exposition.escape(info.kind)}",'
                             f'name="{exposition.escape(info.name)}"')
 
+    def _last(self, result: ProbeResult) -> None:
+        self.phases = result.phases
+        self.status_code = result.status_code or 0
+        if result.cert_not_after is not None:
+            self.cert_not_after = result.cert_not_after
+
     def record(self, result: ProbeResult) -> None:
+        self._last(result)
         if result.success:
             self.success += 1
             self.last_success = 1
@@ -119,15 +134,12 @@ class MonitorSeries:
             self.last_success = 0
             reason = result.reason or FailureReason.OTHER
             self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
-        if result.cert_not_after is not None:
-            self.cert_not_after = result.cert_not_after
 
     def record_excluded(self, result: ProbeResult, why: Exclusion) -> None:
         """A result that does not count: only the excluded counter, the last result and the certificate."""
         self.excluded[why] = self.excluded.get(why, 0) + 1
         self.last_success = 1 if result.success else 0
-        if result.cert_not_after is not None:
-            self.cert_not_after = result.cert_not_after
+        self._last(result)
 
 
 class ProbeMetrics:
@@ -148,6 +160,7 @@ class ProbeMetrics:
         build = Gauge(names.BUILD_INFO, "route-monitor's version (always 1)", ["version", "python"],
                       registry=registry)
         build.labels(version=__version__, python=platform.python_version()).set(1)
+        ProcessCollector(registry=registry)  # process_* (CPU, memory, open fds), as every exporter has
         self._registry = registry
         self._collector = _Collector(self)
         registry.register(self._collector)
@@ -225,6 +238,10 @@ class _Collector:
         excluded = CounterMetricFamily(names.PROBES_EXCLUDED_TOTAL, HELP[names.PROBES_EXCLUDED_TOTAL],
                                        labels=[*ident, names.LABEL_REASON])
         maintenance = GaugeMetricFamily(names.MAINTENANCE, HELP[names.MAINTENANCE], labels=ident)
+        warming = GaugeMetricFamily(names.WARMING_UP, HELP[names.WARMING_UP], labels=ident)
+        phases = GaugeMetricFamily(names.PROBE_PHASE_DURATION_SECONDS, HELP[names.PROBE_PHASE_DURATION_SECONDS],
+                                   labels=[*ident, names.LABEL_PHASE])
+        status = GaugeMetricFamily(names.PROBE_HTTP_STATUS_CODE, HELP[names.PROBE_HTTP_STATUS_CODE], labels=ident)
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
@@ -247,4 +264,12 @@ class _Collector:
             for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
                 excluded.add_metric([ns, mon, why.value], n)
             maintenance.add_metric([ns, mon], s.maintenance)
-        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, in_flight)
+            warming.add_metric([ns, mon], s.warming_up)
+            last = s.phases
+            if last is not None:
+                for phase, seconds in zip(names.PHASES, last, strict=True):
+                    phases.add_metric([ns, mon, phase], seconds)
+            if s.status_code is not None:
+                status.add_metric([ns, mon], s.status_code)
+        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, warming, phases, status,
+                    in_flight)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import ssl
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from route_monitor import __version__, urls
 from route_monitor.bodyregex import BodyRegex, MatchTimeout
 from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
-from route_monitor.probe.connect import AnyStream, Progress, open_stream
+from route_monitor.probe.connect import PROCESSING, TRANSFER, AnyStream, Progress, open_stream
 from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
@@ -178,10 +179,11 @@ class Prober:
                 sni = req.server_name if last is not None and last.origin == req.endpoint.origin else ""
                 progress.cert_not_after = await self._read_cert(progress.last_endpoint, budget, sni)
             return ProbeResult(req.key, req.url, started_wall, False, reason, duration,
-                               status[-1] if status else None, detail, progress.cert_not_after)
+                               status[-1] if status else None, detail, progress.cert_not_after,
+                               phases=tuple(progress.phases))
         duration = self._clock() - t0
         return ProbeResult(req.key, req.url, started_wall, True, None, duration, status[-1],
-                           f"HTTP {status[-1]}", progress.cert_not_after)
+                           f"HTTP {status[-1]}", progress.cert_not_after, phases=tuple(progress.phases))
 
     async def _exchange(self, req: ProbeRequest, progress: Progress, status: list[int]) -> None:
         s = req.settings
@@ -232,7 +234,9 @@ class Prober:
         head = req.first_head if ep is req.endpoint and req.first_head else request_head(req, ep, method, first)
         follow = s.max_redirects > 0
         response = await http11.exchange(stream, head, head_request=method == b"HEAD",
-                                         max_body_bytes=s.max_body_bytes, follow_redirects=follow, statuses=status)
+                                         max_body_bytes=s.max_body_bytes, follow_redirects=follow, statuses=status,
+                                         on_head=functools.partial(progress.lap, PROCESSING))
+        progress.lap(TRANSFER)
         if follow and 300 <= response.status < 400 and response.location is not None:
             return response.location
         if not s.status_ok(response.status):

@@ -56,3 +56,6 @@ class ProbeResult:
     """Leaf certificate notAfter (epoch seconds) when TLS was used, even if verification failed."""
     excluded: Exclusion | None = None
     """Set by the engine when the result did not count in the SLI (Contract 9), else None."""
+    phases: tuple[float, ...] | None = None
+    """Seconds in each of ``names.PHASES`` (dns, connect, tls, processing, transfer), summed over
+    redirects; None when not measured."""

@@ -60,7 +60,7 @@ class Operator:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig or self.cluster.operator_kubeconfig), **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
-            [str(VENV_BIN / "route-monitor"), "operator", "--metrics-port", str(self.metrics_port),
+            [str(VENV_BIN / "route-monitor"), "operator", "--metrics-address", f":{self.metrics_port}",
              "--health-port", str(self.health_port), *self.args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         log.close()
