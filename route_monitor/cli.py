@@ -67,6 +67,13 @@ def _rule_flags(parser: argparse.ArgumentParser) -> None:
                              "for kube-prometheus-stack's default rule selector")
 
 
+def _canary_flag(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--canary-url", metavar="URL|none",
+                        help="probed every 2 s through the probes' own network: while it is unreachable, probes "
+                             "failing for a network reason do not count (excluded as blind) and other replicas "
+                             f"take this one's monitors (default: {default}); none turns it off")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="route-monitor", description="Blackbox SLO monitoring for "
                                 "Kubernetes/OpenShift Routes and Services.")
@@ -95,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: $POD_NAME; neither set: one replica, no Lease)")
     op.add_argument("--lease-namespace", metavar="NS",
                     help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
+    _canary_flag(op, "the kube-apiserver's /readyz ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT in a pod, "
+                     "else the kubeconfig's server)")
     op.add_argument("--scrape-per-namespace", action="store_true",
                     help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
                          "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
@@ -123,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--cluster-domain", default="cluster.local",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
     _tile_flag(st)
+    _canary_flag(st, "the kube-apiserver's /readyz in a pod; outside a cluster, none")
 
     ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
     ru.add_argument("paths", nargs="*", metavar="PATH")

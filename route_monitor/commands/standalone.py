@@ -5,7 +5,9 @@ plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``)
 files when they change (polling), and exits 0 on SIGTERM/SIGINT. Problems go to stderr naming
 the file, the object and the field; with nothing valid to monitor at start-up the exit status
 is 2. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
-error is printed); one removed from the files stops.
+error is printed); one removed from the files stops. With a canary (``--canary-url``, or the
+kube-apiserver when run in a pod) a network failure while the canary is unreachable too is
+excluded as ``blind`` and ``route_monitor_prober_blind`` says so (:mod:`route_monitor.probe.canary`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +25,13 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
+from route_monitor.canaryflag import CanaryFlagError, canary_settings, in_cluster
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
+from route_monitor.probe.canary import Canary, CanarySettings, blind_gauge
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probe.trust import TrustError, contexts_from_env
@@ -58,13 +64,17 @@ class Transitions:
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
-                 tls: TLSContexts | None = None) -> None:
+                 tls: TLSContexts | None = None, canary: CanarySettings | None = None) -> None:
         self.paths = paths
         self.options = options or Options()
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
-        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions(), tls=tls)
+        prober = Prober(tls=tls)
+        show_blind = blind_gauge(self.registry, socket.gethostname())
+        self.canary = None if canary is None else Canary(canary, prober=prober, on_blind=show_blind)
+        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions(),
+                                  prober=prober, canary=self.canary)
         self.server = MetricsServer(self.registry, *metrics_address, render=metrics.exposition)
         self.current: dict[Key, Planned] = {}
         self.watched: list[Path] = []
@@ -127,6 +137,8 @@ class Standalone:
                     say(f"... and {len(self.current) - SHOW_MONITORS} more monitors")
                 del first
                 settle_heap()
+                if self.canary is not None:
+                    say(f"canary: {self.canary.settings.url} (network failures while it is unreachable do not count)")
                 say(f"metrics: {self.server.url}" + (f"  rules: {self.rules.folder}/*.rules.yml"
                                                      if self.rules else ""))
                 await self.write_rules()
@@ -165,11 +177,12 @@ def run(args: argparse.Namespace) -> int:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
                           getattr(args, "cluster_domain", "cluster.local"), args.tile)
         tls, extra_trust = contexts_from_env(os.environ)
-    except (ValueError, TrustError) as e:
+        canary = canary_settings(getattr(args, "canary_url", None), in_cluster(os.environ))
+    except (ValueError, TrustError, CanaryFlagError) as e:
         say(f"error: {e}")
         return 2
     for _, line in extra_trust.notes():
         say(line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency, options=options, tls=tls)
+                     max_concurrency=args.max_concurrency, options=options, tls=tls, canary=canary)
     return asyncio.run(app.main())
