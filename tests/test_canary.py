@@ -6,7 +6,8 @@ Pure and on fake time (looptime), with a scripted prober:
 - a probe's network failure is judged by a check that started no earlier than the probe and at
   most 5 s before the decision: a fresh enough failing check decides at once; an older one, or
   one from before the probe started, is followed by a new check (shared by every probe waiting,
-  at most one every ``min_gap``);
+  at most one every ``min_gap``); a first success after a failure leaves the member blind, so a
+  probe that failed just before the network came back is excluded too;
 Through the real engine, with loopback targets (a refused port is what a cut network looks like
 to both):
 - a target failing for a network reason while the canary is refused too: excluded as ``blind``
@@ -99,16 +100,28 @@ async def test_a_fresh_failing_check_started_after_the_probe_decides_at_once() -
     probe_started = canary.now()
     await canary.verdict(canary.now())
     await asyncio.sleep(2)
-    assert await canary.failing_since(probe_started) and len(prober.checks) == 1
+    assert await canary.blind_since(probe_started) and len(prober.checks) == 1
 
 
 @pytest.mark.looptime
 async def test_a_check_older_than_five_seconds_is_done_again_first() -> None:
-    prober = ScriptedProber([R.CONNECTION_TIMEOUT, None])
+    prober = ScriptedProber([None, R.CONNECTION_TIMEOUT])
     canary = canary_with(prober)
     await canary.verdict(canary.now())
     await asyncio.sleep(6)
-    assert not await canary.failing_since(canary.now() - 10) and len(prober.checks) == 2
+    assert await canary.blind_since(canary.now() - 10) and len(prober.checks) == 2
+
+
+@pytest.mark.looptime
+async def test_a_probe_that_failed_as_the_network_came_back_is_still_judged_blind() -> None:
+    prober = ScriptedProber([R.CONNECTION_TIMEOUT, None, None, None])
+    canary = canary_with(prober)
+    await canary.verdict(canary.now())
+    probe_started = canary.now()  # failed at once, the cut still there; the network is back for the check
+    assert await canary.blind_since(probe_started) and not canary.state.failing
+    await canary.verdict(canary.now() + 1)
+    await canary.verdict(canary.now() + 1)
+    assert not canary.state.blind and not await canary.blind_since(canary.now())
 
 
 @pytest.mark.looptime
@@ -118,7 +131,7 @@ async def test_a_failure_faster_than_the_next_check_waits_for_a_check_started_af
     await canary.verdict(canary.now())
     await asyncio.sleep(0.5)
     probe_started = canary.now()
-    assert await canary.failing_since(probe_started)  # not the earlier success
+    assert await canary.blind_since(probe_started)  # not the earlier success
     assert prober.checks[-1] >= probe_started and len(prober.checks) == 2
 
 
@@ -127,10 +140,10 @@ async def test_failures_arriving_together_share_one_check_and_checks_keep_a_gap(
     prober = ScriptedProber([R.CONNECTION_REFUSED], takes=0.2)
     canary = canary_with(prober, min_gap=0.5)
     started = canary.now()
-    verdicts = await asyncio.gather(*(canary.failing_since(started) for _ in range(50)))
+    verdicts = await asyncio.gather(*(canary.blind_since(started) for _ in range(50)))
     assert all(verdicts) and len(prober.checks) == 1
     later = canary.now()
-    assert await canary.failing_since(later) and len(prober.checks) == 2
+    assert await canary.blind_since(later) and len(prober.checks) == 2
     assert prober.checks[1] - prober.checks[0] >= 0.5
 
 

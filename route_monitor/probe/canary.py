@@ -8,15 +8,16 @@ engine's concurrency bound (probes hanging on a cut network must not delay it).
 
 - The canary *fails* when its probe fails with one of :data:`NETWORK_REASONS`; any answer (even a
   500, or a certificate that does not verify) means the network works.
-- A probe failing with a network reason is excluded as ``blind`` when the canary fails in a check
-  that started no earlier than that probe and no more than ``fresh`` seconds ago. A failure fast
-  enough to come before the next periodic check (a cut link: "network unreachable" at once) waits
-  for one started after it, so no failure from the first instants of a cut counts against a
-  target. While failures keep coming such checks start at most every ``min_gap`` seconds, shared
-  by every probe waiting.
 - The member is *blind* from a failing check until ``recover_after`` checks in a row succeed
   (:class:`CanaryState`, pure); ``on_blind`` hears each change (the Lease mark, a log line), and
   ``route_monitor_prober_blind{member}`` follows it.
+- A probe failing with a network reason is excluded as ``blind`` when the member is blind after
+  a check that started no earlier than that probe and no more than ``fresh`` seconds ago. A
+  failure fast enough to come before the next periodic check (a cut link: "network unreachable"
+  at once) waits for one started after it, so no failure from the first instants of a cut counts
+  against a target; and a probe that failed just before the network came back is judged blind
+  too, as the first successful checks do not end blindness. While failures keep coming such
+  checks start at most every ``min_gap`` seconds, shared by every probe waiting.
 """
 
 from __future__ import annotations
@@ -121,10 +122,10 @@ class Canary:
             await self.verdict(self._clock())
             await asyncio.sleep(self.settings.every)
 
-    async def failing_since(self, started: float) -> bool:
-        """Does the canary fail, by a check started no earlier than ``started`` (canary clock; the
+    async def blind_since(self, started: float) -> bool:
+        """Is the member blind, after a check started no earlier than ``started`` (canary clock; the
         start of the probe being judged) and no more than ``fresh`` seconds ago?"""
-        return (await self.verdict(max(started, self._clock() - self.settings.fresh))).failing
+        return (await self.verdict(max(started, self._clock() - self.settings.fresh))).blind
 
     async def verdict(self, need: float) -> CanaryState:
         """The state after a check that started at ``need`` or later: the last one, one in

@@ -7,7 +7,7 @@ await, well within a second) and removes its series. Each result passes the
 monitor's :class:`~route_monitor.probe.gate.Gate` (Contract 9: counted, or excluded for a
 maintenance window, a pause or warm-up), then, if it counts but failed for a network reason, the
 member's :class:`~route_monitor.probe.canary.Canary` (Contract 11: excluded as ``blind`` while the
-canary is unreachable too), then goes to the metrics and, if given, to ``on_result`` (the
+member is blind, its canary unreachable too), then goes to the metrics and, if given, to ``on_result`` (the
 operator's status, the demo's live view) with ``excluded`` set. The engine runs the canary's
 periodic checks while it runs.
 """
@@ -203,7 +203,7 @@ class ProbeEngine:
                 finally:
                     self.metrics.in_flight -= 1
             why = worker.gate.decide(result.timestamp, result.success)
-            if why is None and canary is not None and unreachable(result) and await canary.failing_since(started):
+            if why is None and canary is not None and unreachable(result) and await canary.blind_since(started):
                 why = Exclusion.BLIND
             if why is None:
                 worker.series.record(result)
