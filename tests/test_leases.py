@@ -6,7 +6,10 @@
 - a relist forgets Leases that are gone and keeps the age of unchanged ones;
 - the observer always counts itself; expired Leases are offered for deletion after a grace time;
 - the ``routemonitor.io/blind: "true"`` annotation names a live member as blind, follows the Lease
-  without a renewal, and an expired blind member is not listed.
+  without a renewal, and an expired blind member is not listed;
+- while the observer is blind its view is held: the members live then stay live (and are not
+  offered for deletion) while their Leases are listed, one already expired stays dead, one that
+  left goes; the hold ended, expiry is judged as before.
 """
 
 from __future__ import annotations
@@ -102,3 +105,21 @@ def test_the_blind_mark_names_live_members_and_follows_the_lease() -> None:
     assert table.blind() == {"b", "me"}
     clock.now += 15
     assert table.blind() == {"me"}  # b expired: not live, so not listed as blind
+
+
+def test_a_blind_observer_holds_its_view_of_the_others() -> None:
+    clock = Clock()
+    table = LeaseTable("me", clock)
+    table.replace_all([lease("a", "t1"), lease("b", "t1"), lease("dead", "t0")])
+    clock.now += 10
+    table.observe(lease("a", "t2"))
+    table.observe(lease("b", "t2"))
+    clock.now += 10  # "dead" expired before the observer went blind
+    table.hold(True)
+    clock.now += 60  # no renewal seen for a minute: its own network, most likely
+    assert table.live() == {"me", "a", "b"}
+    assert table.next_deadline() is None and [n for n, _ in table.abandoned(30)] == ["route-monitor-dead"]
+    table.remove("route-monitor-b")  # a clean leave is seen (or relisted) as such
+    assert table.live() == {"me", "a"}
+    table.hold(False)
+    assert table.live() == {"me"}

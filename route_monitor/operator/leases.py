@@ -9,7 +9,10 @@ cannot reach the API server it keeps probing what it owns rather than going blin
 
 A Lease annotated ``routemonitor.io/blind: "true"`` belongs to a member whose canary is
 unreachable (Contract 11): it stays live, and :meth:`LeaseTable.blind` names it, so ownership
-can rank the others first (:func:`route_monitor.operator.sharding.eligible`).
+can rank the others first (:func:`route_monitor.operator.sharding.eligible`). While this replica
+is blind itself, its view of the others is held (:meth:`LeaseTable.hold`): renewals it cannot see
+are likely its own network's fault, so the members live when it went blind stay live (while their
+Leases are listed) and it keeps its own share instead of taking every monitor as if alone.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ class LeaseTable:
         self.me = me
         self._clock = clock
         self._seen: dict[str, _Seen] = {}
+        self._held: frozenset[str] = frozenset()
+        """Members kept live whatever their renewals while this replica is blind."""
+
+    def hold(self, on: bool) -> None:
+        """Keep the members live now live (``on``), or judge them by their renewals again."""
+        self._held = self.live() - {self.me} if on else frozenset()
 
     def observe(self, lease: Mapping[str, Any]) -> None:
         meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
@@ -71,7 +80,8 @@ class LeaseTable:
 
     def live(self) -> frozenset[str]:
         now = self._clock()
-        return frozenset({s.member for s in self._seen.values() if now - s.observed < s.duration} | {self.me})
+        return frozenset({s.member for s in self._seen.values() if now - s.observed < s.duration
+                          or s.member in self._held} | {self.me})
 
     def blind(self) -> frozenset[str]:
         """Live members whose Lease is marked blind (this replica's own as last seen on its Lease)."""
@@ -82,7 +92,7 @@ class LeaseTable:
         """The earliest local time at which a member now live expires (None: nothing to expire)."""
         now = self._clock()
         deadlines = [s.observed + s.duration for s in self._seen.values()
-                     if now - s.observed < s.duration and s.member != self.me]
+                     if now - s.observed < s.duration and s.member != self.me and s.member not in self._held]
         return min(deadlines, default=None)
 
     def abandoned(self, grace: float) -> list[tuple[str, str]]:
@@ -90,4 +100,4 @@ class LeaseTable:
         replicas that died (a clean stop deletes its own), safe for anyone to delete."""
         now = self._clock()
         return [(name, s.uid) for name, s in self._seen.items()
-                if s.member != self.me and now - s.observed >= s.duration + grace]
+                if s.member != self.me and s.member not in self._held and now - s.observed >= s.duration + grace]

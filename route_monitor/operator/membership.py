@@ -16,8 +16,10 @@ its Lease ``routemonitor.io/blind: "true"`` at once and with every renewal until
 sees again; every replica, itself included once the API has the mark, then ranks the others first
 (:class:`Shard`). A replica that cannot reach the API server cannot write the mark: its Lease
 expires instead and the others take its monitors over as from a dead replica, while it keeps
-probing (its network failures excluded as ``blind``); back, it renews with the mark until its
-canary has succeeded three times in a row, then takes its share back.
+probing its own share (its network failures excluded as ``blind``; its view of the others is
+held while it is blind, :meth:`LeaseTable.hold`, so it does not take every monitor as if alone);
+back, it renews with the mark until its canary has succeeded three times in a row, then takes its
+share back.
 """
 
 from __future__ import annotations
@@ -93,7 +95,9 @@ class Membership:
         """Mark (or unmark) this replica's Lease as blind now, and with every renewal after."""
         if blind != self._blind:
             self._blind = blind
+            self._table.hold(blind)
             self._mark_now.set()
+            self._wake.set()  # recompute: members that expired meanwhile go when the hold ends
 
     async def join(self) -> None:
         """Hold this replica's Lease and learn the others before anything is owned. Any failure
