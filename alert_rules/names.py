@@ -53,6 +53,10 @@ OWNED_MONITORS: Final = "route_monitor_owned_monitors"
 OWNERSHIP_CHANGES_TOTAL: Final = "route_monitor_ownership_changes_total"
 """Monitors this replica started (``change="gained"``) or stopped (``"lost"``) owning."""
 LEASE_RENEW_FAILURES_TOTAL: Final = "route_monitor_lease_renew_failures_total"
+PROBER_BLIND: Final = "route_monitor_prober_blind"
+"""1 while this member's canary (``--canary-url``) is unreachable, so its network failures are its
+own and not its targets' (Contract 11); labelled ``member``."""
+LABEL_MEMBER_NAME: Final = "member"
 
 # --- Contract 9: results excluded from the SLI (maintenance windows, pauses, warm-up) ----------
 PROBES_EXCLUDED_TOTAL: Final = "route_monitor_probes_excluded_total"
@@ -62,7 +66,9 @@ MAINTENANCE: Final = "route_monitor_maintenance"
 EXCLUDED_MAINTENANCE: Final = "maintenance"
 EXCLUDED_WARMUP: Final = "warmup"
 EXCLUDED_PAUSED: Final = "paused"
-EXCLUDED_REASONS: Final = (EXCLUDED_MAINTENANCE, EXCLUDED_WARMUP, EXCLUDED_PAUSED)
+EXCLUDED_BLIND: Final = "blind"
+"""Contract 11: a network failure while the member's own canary was unreachable (the prober's fault)."""
+EXCLUDED_REASONS: Final = (EXCLUDED_MAINTENANCE, EXCLUDED_WARMUP, EXCLUDED_PAUSED, EXCLUDED_BLIND)
 # --- Contract 10: the SLO read back from Prometheus (operator with --prometheus-url) -------
 SLO_BUDGET_REMAINING_RATIO: Final = "route_monitor_slo_budget_remaining_ratio"
 """Share of the period's error budget left, as the owner last read it (1 untouched, <= 0 spent)."""
@@ -122,6 +128,9 @@ LABEL_MEMBER: Final = "routemonitor.io/member"
 """On each replica's Lease: ``"true"``."""
 LEASE_PREFIX: Final = "route-monitor-"
 """Each replica's Lease is ``route-monitor-<member>``."""
+ANN_BLIND: Final = "routemonitor.io/blind"
+"""Contract 11: on a replica's Lease, ``"true"`` while its canary is unreachable; ownership then
+ranks the replicas without it (while any exists)."""
 
 # --- Contract 2: the RouteMonitor resource -------------------------------------------------
 GROUP: Final = "routemonitor.io"

@@ -16,6 +16,11 @@ monitoring), it counts the monitors the operator itself last reported owning (wi
 | ``RouteMonitorProbesSkipped`` | warning | overdue probes were skipped in each of the last 10 minutes |
 | ``RouteMonitorMonitorsNotReady`` | warning | RouteMonitors not Ready for 15m; the value is how many |
 | ``RouteMonitorStatusWritesThrottled`` | warning | status writes deferred more than once a second for 15m |
+| ``RouteMonitorProberBlind`` | warning | some replicas' canaries are unreachable for 5m; value: how many |
+| ``RouteMonitorProberBlind`` | critical | every replica that reports is blind for 3m: nothing watches the targets |
+
+A blind replica's network failures are excluded (``blind``) and the others probe its monitors,
+so one blind replica is a ticket; when every one is blind no target is watched, which pages.
 
 ``job`` is the scrape job of route-monitor's ``/metrics``: ``route-monitor`` by default, the value
 of the metrics Service's ``app.kubernetes.io/name`` label, which ``deploy/``'s ServiceMonitor names
@@ -37,7 +42,9 @@ SCHEDULE_LAG = "RouteMonitorScheduleLag"
 PROBES_SKIPPED = "RouteMonitorProbesSkipped"
 MONITORS_NOT_READY = "RouteMonitorMonitorsNotReady"
 STATUS_THROTTLED = "RouteMonitorStatusWritesThrottled"
-ALERTS = (OPERATOR_DOWN, RECONCILE_ERRORS, SCHEDULE_LAG, PROBES_SKIPPED, MONITORS_NOT_READY, STATUS_THROTTLED)
+PROBER_BLIND = "RouteMonitorProberBlind"
+ALERTS = (OPERATOR_DOWN, RECONCILE_ERRORS, SCHEDULE_LAG, PROBES_SKIPPED, MONITORS_NOT_READY, STATUS_THROTTLED,
+          PROBER_BLIND)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +70,8 @@ def operator_rule_groups(settings: OperatorAlerting | None = None) -> list[dict[
     s = settings or OperatorAlerting()
     up = f'up{{job="{s.job}"}}'
     job = f'job="{s.job}"'
+    blind = f"{names.PROBER_BLIND}{{{job}}}"
+    all_blind = f"min({blind}) == 1"
     rules = [
         _alert(s, OPERATOR_DOWN, f"(\n  count({names.SLO_OBJECTIVE_RECORD})\n  or on ()\n"
                f"  last_over_time(sum({names.OWNED_MONITORS}{{{job}}})[7d:5m])\n)\nand on () absent({up} == 1)", "5m",
@@ -90,6 +99,16 @@ def operator_rule_groups(settings: OperatorAlerting | None = None) -> list[dict[
                names.SEVERITY_WARNING, "route-monitor defers RouteMonitor status writes",
                "Probe results change faster than status may be written ({{ $value | humanize }}/s deferred): "
                "statuses lag behind; metrics and alerts are unaffected."),
+        _alert(s, PROBER_BLIND, f"count({blind} == 1)\nunless on () ({all_blind})", "5m", names.SEVERITY_WARNING,
+               "{{ $value }} route-monitor replicas are blind",
+               "Their canary (--canary-url) is unreachable, so their own network is failing: their probes' network "
+               "failures do not count and the other replicas probe their monitors. Find the replicas with "
+               f"{names.PROBER_BLIND} == 1 and check their node's network and DNS."),
+        _alert(s, PROBER_BLIND, f"count({blind} == 1)\nand on () ({all_blind})", "3m", names.SEVERITY_CRITICAL,
+               "Every route-monitor replica is blind: no target is watched",
+               "All {{ $value }} replicas that report cannot reach their canary (--canary-url): their probes' network "
+               "failures do not count, so a real outage would not page. Check the cluster network, DNS and the "
+               "canary itself (by default the kube-apiserver's /readyz)."),
     ]
     return [{"name": GROUP, "rules": rules}]
 

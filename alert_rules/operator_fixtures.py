@@ -15,6 +15,7 @@ from alert_rules import names
 from alert_rules.operator_alerts import (
     MONITORS_NOT_READY,
     OPERATOR_DOWN,
+    PROBER_BLIND,
     PROBES_SKIPPED,
     RECONCILE_ERRORS,
     SCHEDULE_LAG,
@@ -24,8 +25,10 @@ from alert_rules.operator_alerts import (
 )
 
 
-def _expected(settings: OperatorAlerting, alert: str, values: dict[str, str], **labels: str) -> dict[str, Any]:
-    [rule] = [r for g in operator_rule_groups(settings) for r in g["rules"] if r["alert"] == alert]
+def _expected(settings: OperatorAlerting, alert: str, values: dict[str, str], severity: str = "",
+              **labels: str) -> dict[str, Any]:
+    [rule] = [r for g in operator_rule_groups(settings) for r in g["rules"] if r["alert"] == alert
+              and (not severity or r["labels"][names.LABEL_SEVERITY] == severity)]
     annotations = {}
     for key, text in rule["annotations"].items():
         for placeholder, value in values.items():
@@ -97,4 +100,29 @@ def operator_promtool_tests(settings: OperatorAlerting | None, rule_file: str) -
                                             "0+120x40")],
                [("30m", STATUS_THROTTLED, [_expected(s, STATUS_THROTTLED, {"{{ $value | humanize }}": "2"})])]),
     ]
-    return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": groups}
+    return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": [*groups, *_blind_groups(s)]}
+
+
+def _blind_groups(s: OperatorAlerting) -> list[dict[str, Any]]:
+    """One blind replica of three: a ticket (not before 5m), no page; all blind: a page and no ticket;
+    a short blip: nothing; a blind replica that stopped reporting (its Lease expired, its scrape
+    fails) leaves the seeing ones: quiet."""
+    job = f'job="{s.job}"'
+
+    def blind(member: str, values: str) -> tuple[str, str]:
+        return f'{names.PROBER_BLIND}{{{job},instance="{member}",member="{member}"}}', values
+
+    ticket = _expected(s, PROBER_BLIND, {"{{ $value }}": "1"}, names.SEVERITY_WARNING)
+    page = _expected(s, PROBER_BLIND, {"{{ $value }}": "3"}, names.SEVERITY_CRITICAL)
+    return [
+        _group("prober blind: one of three replicas is a ticket, not a page",
+               [blind("a", "0x5 1x30"), blind("b", "0x40"), blind("c", "0x40")],
+               [("8m", PROBER_BLIND, []), ("15m", PROBER_BLIND, [ticket])]),
+        _group("prober blind: every replica is a page, and the ticket gives way to it",
+               [blind("a", "0x5 1x30"), blind("b", "0x5 1x30"), blind("c", "0x5 1x30")],
+               [("7m", PROBER_BLIND, []), ("15m", PROBER_BLIND, [page])]),
+        _group("prober blind: a blip shorter than the wait is quiet",
+               [blind("a", "0x5 1x2 0x30"), blind("b", "0x40")], [("9m", PROBER_BLIND, [])]),
+        _group("prober blind: a blind replica that stopped reporting leaves the others seeing",
+               [blind("a", "0x5 1x2 stale"), blind("b", "0x40")], [("20m", PROBER_BLIND, [])]),
+    ]

@@ -121,6 +121,13 @@ def metrics_address_flag(parser: argparse.ArgumentParser, default: str,
                         help=f"where {serves} (default {default}; port 0 picks a free one)")
 
 
+def canary_flag(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--canary-url", metavar="URL|none",
+                        help="probed every 2 s through the probes' own network: while it is unreachable, probes "
+                             "failing for a network reason do not count (excluded as blind) and other replicas "
+                             f"take this one's monitors (default: {default}); none turns it off")
+
+
 def log_flags(parser: argparse.ArgumentParser) -> None:
     """``--log-format`` and ``--log-level`` of the long-running commands (``route_monitor.logs``)."""
     parser.add_argument("--log-format", choices=logs.FORMATS, default="text",

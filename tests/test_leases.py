@@ -4,7 +4,12 @@
   seen to change; a holder whose clock is hours off is judged the same as one in sync;
 - a Lease first seen counts as just renewed; an unchanged renewTime does not extend it;
 - a relist forgets Leases that are gone and keeps the age of unchanged ones;
-- the observer always counts itself; expired Leases are offered for deletion after a grace time.
+- the observer always counts itself; expired Leases are offered for deletion after a grace time;
+- the ``routemonitor.io/blind: "true"`` annotation names a live member as blind, follows the Lease
+  without a renewal, and an expired blind member is not listed;
+- while the observer is blind its view is held: the members live then stay live (and are not
+  offered for deletion) while their Leases are listed, one already expired stays dead, one that
+  left goes; the hold ended, expiry is judged as before.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ class Clock:
         return self.now
 
 
-def lease(member: str, renew: str, duration: int = 15, uid: str = "") -> dict[str, Any]:
-    return {"metadata": {"name": f"route-monitor-{member}", "uid": uid or f"uid-{member}"},
-            "spec": {"holderIdentity": member, "renewTime": renew, "leaseDurationSeconds": duration}}
+def lease(member: str, renew: str, duration: int = 15, uid: str = "", blind: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": f"route-monitor-{member}", "uid": uid or f"uid-{member}"}
+    if blind is not None:
+        meta["annotations"] = {"routemonitor.io/blind": blind}
+    return {"metadata": meta, "spec": {"holderIdentity": member, "renewTime": renew, "leaseDurationSeconds": duration}}
 
 
 @pytest.mark.parametrize("holder_clock", ["2026-11-23T10:00:00.000000Z", "1999-01-01T00:00:00.000000Z",
@@ -84,3 +91,35 @@ def test_leases_expired_longer_than_the_grace_are_abandoned() -> None:
     assert table.abandoned(60) == []
     clock.now += 1
     assert table.abandoned(60) == [("route-monitor-dead", "uid-dead")]
+
+
+def test_the_blind_mark_names_live_members_and_follows_the_lease() -> None:
+    clock = Clock()
+    table = LeaseTable("me", clock)
+    table.replace_all([lease("a", "t1", blind="true"), lease("b", "t1", blind="false"), lease("me", "t1")])
+    assert table.blind() == {"a"}
+    table.observe(lease("b", "t1", blind="true"))  # marked without a renewal
+    table.observe(lease("a", "t2"))  # mark removed with a renewal
+    assert table.blind() == {"b"}
+    table.observe(lease("me", "t1", blind="true"))  # the observer's own mark, as the API returned it
+    assert table.blind() == {"b", "me"}
+    clock.now += 15
+    assert table.blind() == {"me"}  # b expired: not live, so not listed as blind
+
+
+def test_a_blind_observer_holds_its_view_of_the_others() -> None:
+    clock = Clock()
+    table = LeaseTable("me", clock)
+    table.replace_all([lease("a", "t1"), lease("b", "t1"), lease("dead", "t0")])
+    clock.now += 10
+    table.observe(lease("a", "t2"))
+    table.observe(lease("b", "t2"))
+    clock.now += 10  # "dead" expired before the observer went blind
+    table.hold(True)
+    clock.now += 60  # no renewal seen for a minute: its own network, most likely
+    assert table.live() == {"me", "a", "b"}
+    assert table.next_deadline() is None and [n for n, _ in table.abandoned(30)] == ["route-monitor-dead"]
+    table.remove("route-monitor-b")  # a clean leave is seen (or relisted) as such
+    assert table.live() == {"me", "a"}
+    table.hold(False)
+    assert table.live() == {"me"}

@@ -4,13 +4,18 @@
 - one that vanishes between the two (deleted as abandoned by another replica) fails the join with
   that 404, and the start's patience (``route_monitor.operator.patience``) joins again: created;
 - any other failure (a 500) reaches the caller as lightkube raised it;
-- the live set after joining is the listed Leases plus this member.
+- the live set after joining is the listed Leases plus this member;
+- a blind replica's Lease carries ``routemonitor.io/blind: "true"`` from its creation, and a
+  renewal sends the mark (or its removal, null) with the spec; the mark counts in this replica's
+  own shard once the API returned it.
 The real Lease traffic (renewals, watches, expiry, SIGTERM/SIGKILL) is covered against the real
 control plane in test_operator_replicas.py.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -34,6 +39,9 @@ class Leases:
     def __init__(self, script: list[str]) -> None:
         self.script = script
         self.calls: list[str] = []
+        self.sent: list[Any] = []
+        self.own: dict[str, Any] | None = None
+        """This replica's Lease as last written."""
 
     def _next(self, verb: str, lease: Any) -> dict[str, Any]:
         self.calls.append(verb)
@@ -43,15 +51,27 @@ class Leases:
         return {"metadata": {"uid": "u1"}}
 
     async def create_lease(self, lease: Any) -> dict[str, Any]:
-        return self._next("create", lease)
+        self.sent.append(lease["metadata"].get("annotations"))
+        answer = self._next("create", lease)
+        self.own = {**lease, "metadata": {**lease["metadata"], **answer["metadata"]}}
+        return self.own
 
-    async def patch_lease(self, namespace: str, name: str, spec: Any) -> dict[str, Any]:
-        return self._next("patch", spec)
+    async def patch_lease(self, namespace: str, name: str, spec: Any, annotations: Any = None) -> dict[str, Any]:
+        self.sent.append(annotations)
+        answer = self._next("patch", spec)
+        marks = {k: v for k, v in (annotations or {}).items() if v is not None}
+        self.own = {"metadata": {**answer["metadata"], "name": "route-monitor-a", "annotations": marks},
+                    "spec": {**spec, "holderIdentity": "a"}}
+        return self.own
+
+    async def watch_leases(self, namespace: str, labels: Any, version: str) -> AsyncIterator[tuple[str, Any]]:
+        await asyncio.Event().wait()  # no change from the others
+        yield "MODIFIED", {}
 
     async def list_leases(self, namespace: str, labels: Any) -> tuple[list[dict[str, Any]], str]:
         other = {"metadata": {"name": "route-monitor-b", "uid": "u2"},
                  "spec": {"holderIdentity": "b", "renewTime": "t", "leaseDurationSeconds": 15}}
-        return [other], "1"
+        return [other, *([self.own] if self.own else [])], "1"
 
 
 def member(script: list[str]) -> tuple[Membership, Leases]:
@@ -88,3 +108,26 @@ async def test_another_failure_reaches_the_caller_as_raised() -> None:
     with pytest.raises(ApiError) as failed:
         await m.join()
     assert failed.value.status.code == 500 and kube.calls == ["create", "patch"]
+
+
+async def test_a_blind_replica_marks_its_lease_and_counts_its_mark_once_written() -> None:
+    m, kube = member(["ok"] * 10)
+    m.set_blind(True)
+    await m.join()
+    assert kube.sent == [{"routemonitor.io/blind": "true"}]
+    task = asyncio.create_task(m.run())
+    try:
+        async with asyncio.timeout(2):  # the renewal is sent at once, not after the 5 s period
+            while len(kube.sent) < 2:
+                await asyncio.sleep(0.01)
+        assert kube.sent[1] == {"routemonitor.io/blind": "true"}
+        assert m.shard.blind == {"a"} and not m.shard.owns(("shop", "web"))  # b sees: b owns
+        m.set_blind(False)
+        async with asyncio.timeout(2):
+            while len(kube.sent) < 3:
+                await asyncio.sleep(0.01)
+        assert kube.sent[2] == {"routemonitor.io/blind": None}
+        assert m.shard.blind == frozenset()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
+import socket
 from collections.abc import Mapping
 
 import kopf
@@ -22,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from route_monitor import cliargs, logs, promapi
+from route_monitor.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
 from route_monitor.commands.rules import rule_defaults
 from route_monitor.httpserver import MetricsServer
 from route_monitor.operator import patience, rest, scrapesync, slo_loop, transport
@@ -35,8 +38,10 @@ from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.sharding import Shard
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.operator.watches import watch_all
+from route_monitor.probe.canary import Canary, blind_gauge
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probe.trust import TrustError, contexts_from_env
@@ -65,6 +70,8 @@ def add_arguments(op: argparse.ArgumentParser) -> None:
                          "(default: $POD_NAME; neither set: one replica, no Lease)")
     op.add_argument("--lease-namespace", metavar="NS",
                     help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
+    cliargs.canary_flag(op, "the kube-apiserver's /readyz ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT in a "
+                            "pod, else the kubeconfig's server)")
     op.add_argument("--scrape-per-namespace", action="store_true",
                     help="keep a Service, EndpointSlice and ServiceMonitor in each namespace with monitors, "
                          "scraping /metrics?namespace=NS (for Prometheus stacks that enforce namespaces, e.g. "
@@ -110,6 +117,19 @@ def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, 
                                   ca_file=args.prometheus_ca_file, timeout=args.prometheus_timeout), interval
 
 
+def apiserver_of(config: KubeConfig, env: Mapping[str, str] = os.environ) -> ApiServer | None:
+    """The kube-apiserver as the default canary sees it: its Service in a pod, else the kubeconfig's server."""
+    found = in_cluster(env)
+    single = config.get()
+    if found is not None or single is None:
+        return found
+    cluster = single.cluster
+    ca_file = cluster.certificate_auth
+    if ca_file:
+        ca_file = str(single.abs_file(ca_file))  # relative to the kubeconfig's folder
+    return ApiServer(cluster.server, ca_file, cluster.certificate_auth_data, cluster.insecure)
+
+
 async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, config: KubeConfig | None = None) -> int:
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
@@ -121,9 +141,19 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         if supervisor is not None:
             supervisor.on_result(result)
 
+    membership: Membership | None = None
+    show_blind = blind_gauge(registry, settings.member or socket.gethostname())
+
+    def blind_changed(blind: bool) -> None:
+        show_blind(blind)
+        if membership is not None:
+            membership.set_blind(blind)
+
     probe_metrics = ProbeMetrics(registry)
+    prober = Prober(tls=tls)
+    canary = None if settings.canary is None else Canary(settings.canary, prober=prober, on_blind=blind_changed)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
-                         on_result=on_result, tls=tls)
+                         on_result=on_result, prober=prober, canary=canary)
     direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
     if direct is None:
         raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
@@ -173,6 +203,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
              "allowed" if settings.allow_url_targets else "refused", server.url, settings.health_port,
              f"member {settings.member} (leases in {settings.lease_namespace})" if settings.member
              else "one replica (no --member-name or $POD_NAME: no Lease)")
+    log.info("canary: %s", f"{settings.canary.url} every {settings.canary.every:g}s" if settings.canary
+             else "none (--canary-url none): every network failure of a probe counts")
     world = supervisor.world
     watches = watch_all(direct, settings.namespaces, observe=supervisor.observe,
                         known=lambda kind: list(world.objects[kind]))
@@ -230,5 +262,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if (why := rest.unsupported_user(config)) is not None:
         log.error("the Kubernetes configuration cannot be used: %s", why)
+        return 2
+    try:
+        settings = dataclasses.replace(settings, canary=canary_settings(args.canary_url, apiserver_of(config)))
+    except CanaryFlagError as e:
+        log.error("%s", e)
         return 2
     return asyncio.run(serve(settings, tls=tls, config=config))

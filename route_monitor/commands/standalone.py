@@ -8,7 +8,9 @@ is 2. Logs like the operator (``--log-format``, ``--log-level``, :mod:`route_mon
 start-up, each monitor's transitions and warm-up (:mod:`route_monitor.transitions`). Serves
 ``/healthz`` (the event loop comes round) and ``/readyz`` (the files' monitors are probing)
 beside ``/metrics``. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
-error is printed); one removed from the files stops.
+error is printed); one removed from the files stops. With a canary (``--canary-url``, or the
+kube-apiserver when run in a pod) a network failure while the canary is unreachable too is
+excluded as ``blind`` and ``route_monitor_prober_blind`` says so (:mod:`route_monitor.probe.canary`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -25,11 +28,14 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import durations
 from route_monitor import cliargs, logs
+from route_monitor.canaryflag import CanaryFlagError, canary_settings, in_cluster
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
 from route_monitor.manifests import ManifestError
+from route_monitor.probe.canary import Canary, CanarySettings, blind_gauge
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.probe.prober import Prober
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probe.trust import TrustError, contexts_from_env
 from route_monitor.rulefiles import RuleFiles
@@ -55,6 +61,7 @@ def add_arguments(st: argparse.ArgumentParser) -> None:
     st.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
     cliargs.tile_flag(st)
+    cliargs.canary_flag(st, "the kube-apiserver's /readyz in a pod; outside a cluster, none")
     cliargs.log_flags(st)
 
 
@@ -69,14 +76,18 @@ def say_problem(p: ManifestError) -> None:
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
-                 tls: TLSContexts | None = None) -> None:
+                 tls: TLSContexts | None = None, canary: CanarySettings | None = None) -> None:
         self.paths = paths
         self.options = options or Options()
         self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
         self.transitions = Transitions(log)
-        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=self.transitions, tls=tls)
+        prober = Prober(tls=tls)
+        show_blind = blind_gauge(self.registry, socket.gethostname())
+        self.canary = None if canary is None else Canary(canary, prober=prober, on_blind=show_blind)
+        self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=self.transitions,
+                                  prober=prober, canary=self.canary)
         self.ready = False
         """/readyz: the monitors of the files are probing."""
         self.alive_at = time.monotonic()
@@ -154,6 +165,9 @@ class Standalone:
                 del first
                 settle_heap()
                 self.ready = True
+                if self.canary is not None:
+                    log.info("canary: %s (network failures while it is unreachable do not count)",
+                             self.canary.settings.url)
                 log.info("metrics: %s%s", self.server.url,
                          f"  rules: {self.rules.folder}/*.rules.yml" if self.rules else "")
                 await self.write_rules()
@@ -195,11 +209,12 @@ def run(args: argparse.Namespace) -> int:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
                           getattr(args, "cluster_domain", "cluster.local"), args.tile)
         tls, extra_trust = contexts_from_env(os.environ)
-    except (ValueError, TrustError) as e:
+        canary = canary_settings(getattr(args, "canary_url", None), in_cluster(os.environ))
+    except (ValueError, TrustError, CanaryFlagError) as e:
         cliargs.error("standalone", str(e))
         return cliargs.USAGE
     for warning, line in extra_trust.notes():
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency, options=options, tls=tls)
+                     max_concurrency=args.max_concurrency, options=options, tls=tls, canary=canary)
     return asyncio.run(app.main())

@@ -27,10 +27,14 @@ class LeaseRequests:
         obj: Any = Lease.from_dict(dict(lease))
         return dict((await self._client.create(obj)).to_dict())
 
-    async def patch_lease(self, namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    async def patch_lease(self, namespace: str, name: str, spec: Mapping[str, Any],
+                          annotations: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+        """Merge-patch the Lease's ``spec`` (and ``annotations``: None removes one); the Lease as written."""
         self._count("patch", "leases")
-        return await self._rest.merge_patch(path("coordination.k8s.io", "v1", "leases", namespace, name),
-                                            {"spec": dict(spec)})
+        body: dict[str, Any] = {"spec": dict(spec)}
+        if annotations:
+            body["metadata"] = {"annotations": dict(annotations)}
+        return await self._rest.merge_patch(path("coordination.k8s.io", "v1", "leases", namespace, name), body)
 
     async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
         await self._delete(Lease, "leases", namespace, name, uid)

@@ -10,6 +10,16 @@ change and at every expiry deadline (:class:`LeaseTable`). When the set changes,
 Leaving cleanly (SIGTERM) deletes the Lease first, so the others take this replica's monitors at
 once; a replica that dies is dropped when its Lease expires. Leases of dead replicas are deleted
 (uid precondition) once they have been expired for a minute.
+
+A blind replica (Contract 11: its canary is unreachable, :meth:`Membership.set_blind`) annotates
+its Lease ``routemonitor.io/blind: "true"`` at once and with every renewal until it is told it
+sees again; every replica, itself included once the API has the mark, then ranks the others first
+(:class:`Shard`). A replica that cannot reach the API server cannot write the mark: its Lease
+expires instead and the others take its monitors over as from a dead replica, while it keeps
+probing its own share (its network failures excluded as ``blind``; its view of the others is
+held while it is blind, :meth:`LeaseTable.hold`, so it does not take every monitor as if alone);
+back, it renews with the mark until its canary has succeeded three times in a row, then takes its
+share back.
 """
 
 from __future__ import annotations
@@ -51,6 +61,10 @@ class MembershipSettings:
         return f"{names.LEASE_PREFIX}{self.member}"[:253]
 
 
+def _blind_note(blind: frozenset[str]) -> str:
+    return f"; blind: {', '.join(sorted(blind))}" if blind else ""
+
+
 def micro_time(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -66,19 +80,34 @@ class Membership:
         self.shard = Shard(settings.member, frozenset({settings.member}))
         self._uid = ""
         self._wake = asyncio.Event()
+        self._blind = False
+        """Whether this replica's Lease should carry the blind mark."""
+        self._mark_now = asyncio.Event()
 
     def _spec(self) -> dict[str, object]:
         return {"holderIdentity": self.settings.member, "leaseDurationSeconds": int(self.settings.duration),
                 "renewTime": micro_time(self._wall())}
+
+    def _annotations(self) -> dict[str, str | None]:
+        return {names.ANN_BLIND: "true" if self._blind else None}
+
+    def set_blind(self, blind: bool) -> None:
+        """Mark (or unmark) this replica's Lease as blind now, and with every renewal after."""
+        if blind != self._blind:
+            self._blind = blind
+            self._table.hold(blind)
+            self._mark_now.set()
+            self._wake.set()  # recompute: members that expired meanwhile go when the hold ends
 
     async def join(self) -> None:
         """Hold this replica's Lease and learn the others before anything is owned. Any failure
         propagates: the operator's start tries it again (:mod:`patience`), so does the renewal."""
         s = self.settings
         spec = {**self._spec(), "acquireTime": micro_time(self._wall())}
-        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                 "metadata": {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)},
-                 "spec": spec}
+        meta: dict[str, object] = {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)}
+        if self._blind:
+            meta["annotations"] = {names.ANN_BLIND: "true"}
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
         try:
             created = await self._kube.create_lease(lease)
         except Exception as e:
@@ -86,7 +115,7 @@ class Membership:
                 raise
             # a Lease of this name exists (this member's previous run): take it. Deleted meanwhile
             # (as abandoned, by another replica): 404, and the caller tries the whole join again
-            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec)
+            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec, self._annotations())
         self._uid = str(created["metadata"].get("uid") or "")
         items, _ = await self._kube.list_leases(s.namespace, SELECTOR)
         self._table.replace_all(items)
@@ -115,21 +144,27 @@ class Membership:
                         s.duration)
 
     def _recompute(self) -> None:
-        live = self._table.live()
+        live, blind = self._table.live(), self._table.blind()
         self._metrics.members.set(len(live))
-        if live == self.shard.members:
+        if live == self.shard.members and blind == self.shard.blind:
             return
-        before, self.shard = self.shard, Shard(self.settings.member, live)
-        log.info("live members: %s (were %s)", ", ".join(sorted(live)), ", ".join(sorted(before.members)))
+        before, self.shard = self.shard, Shard(self.settings.member, live, blind)
+        log.info("live members: %s%s (were %s%s)", ", ".join(sorted(live)), _blind_note(blind),
+                 ", ".join(sorted(before.members)), _blind_note(before.blind))
         self._on_change(before, self.shard)
 
     async def _renew(self) -> None:
         s = self.settings
         while True:
-            await asyncio.sleep(s.renew)
+            with contextlib.suppress(TimeoutError):  # a renewal, or the blind mark changed
+                await asyncio.wait_for(self._mark_now.wait(), timeout=s.renew)
+            self._mark_now.clear()
             try:
                 try:
-                    await self._kube.patch_lease(s.namespace, s.lease_name, self._spec())
+                    written = await self._kube.patch_lease(s.namespace, s.lease_name, self._spec(), self._annotations())
+                    if written.get("metadata"):
+                        self._table.observe(written)  # this replica's own mark counts once the API has it
+                        self._recompute()
                 except Exception as e:
                     if status_code(e) != 404:
                         raise

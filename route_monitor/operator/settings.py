@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from alert_rules.model import RuleDefaults
+from route_monitor.probe.canary import CanarySettings
 from route_monitor.promapi import PromSettings
 
 
@@ -54,3 +55,6 @@ class OperatorSettings:
     """Where to read each owned monitor's SLO back from (``--prometheus-url``); None: no ``status.slo``."""
     slo_interval: float = 300.0
     """Seconds between two passes reading SLOs from Prometheus."""
+    canary: CanarySettings | None = None
+    """What this replica probes to tell its own network failures from its targets' (``--canary-url``);
+    None: no canary, every network failure counts."""

@@ -7,6 +7,10 @@ joining takes only the monitors it now wins; a member leaving hands only its own
 others (each to its runner-up), so a change of the member set moves about ``1/N`` of the monitors
 and nothing else. :func:`ranking` orders all members, so probing one monitor from the top ``k``
 is a later step, not a redesign.
+
+Members marked blind (Contract 11: their canary is unreachable, so their probes say nothing about
+the targets) are ranked only when every live member is blind: :func:`eligible`. A member going
+blind hands its monitors to their runners-up; back, it takes exactly those again.
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ def ranking(key: Key, members: Iterable[str]) -> list[str]:
     return sorted(members, key=lambda m: (-weight(m, key), m))
 
 
+def eligible(members: frozenset[str], blind: frozenset[str]) -> frozenset[str]:
+    """The members that may own monitors: those not blind, while at least one exists; else all."""
+    seeing = members - blind
+    return seeing if seeing else members
+
+
 def owner_of(key: Key, members: Iterable[str]) -> str | None:
     best: tuple[int, str] | None = None
     for member in members:
@@ -40,13 +50,19 @@ def owner_of(key: Key, members: Iterable[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Shard:
-    """This replica's view: its own name and the live members (itself included)."""
+    """This replica's view: its own name, the live members (itself included) and which of them are blind."""
 
     member: str
     members: frozenset[str]
+    blind: frozenset[str] = frozenset()
+
+    @property
+    def owners(self) -> frozenset[str]:
+        """The members that own monitors (:func:`eligible`)."""
+        return eligible(self.members, self.blind)
 
     def owns(self, key: Key) -> bool:
-        return owner_of(key, self.members) == self.member
+        return owner_of(key, self.owners) == self.member
 
     def owned(self, keys: Iterable[Key]) -> set[Key]:
         return {k for k in keys if self.owns(k)}

@@ -25,8 +25,11 @@ CONDITION_TYPES = ("Ready", "TargetResolved", "Probing", "RulesApplied")
 EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: results do not count in the SLO"),
             Exclusion.PAUSED: ("Paused", "paused: results do not count in the SLO"),
             Exclusion.WARMUP: ("WarmingUp", "warming up: results do not count until the first success or "
-                                            "the end of warm-up")}
-"""Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded."""
+                                            "the end of warm-up"),
+            Exclusion.BLIND: ("ProberBlind", "the probing replica's own network is failing (its canary is "
+                                             "unreachable too): this network failure does not count in the SLO")}
+"""Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded
+(Contract 11 adds ``ProberBlind``)."""
 
 
 @dataclass(frozen=True)

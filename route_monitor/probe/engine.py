@@ -5,8 +5,11 @@ concurrency bound.
 restarts only that monitor's schedule; ``remove_monitor`` stops it at once (a probe in progress stops at its next
 await, well within a second) and removes its series. Each result passes the
 monitor's :class:`~route_monitor.probe.gate.Gate` (Contract 9: counted, or excluded for a
-maintenance window, a pause or warm-up), then goes to the metrics and, if given, to
-``on_result`` (the operator's status, the demo's live view) with ``excluded`` set.
+maintenance window, a pause or warm-up), then, if it counts but failed for a network reason, the
+member's :class:`~route_monitor.probe.canary.Canary` (Contract 11: excluded as ``blind`` while the
+member is blind, its canary unreachable too), then goes to the metrics and, if given, to ``on_result`` (the
+operator's status, the demo's live view) with ``excluded`` set. The engine runs the canary's
+periodic checks while it runs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from route_monitor.probe.canary import Canary, unreachable
 from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.prober import Prober, ProbeRequest
@@ -78,8 +82,11 @@ class ProbeEngine:
                  clock: Callable[[], float] | None = None, prober: Prober | None = None,
                  tls: TLSContexts | None = None, rng: random.Random | None = None,
                  max_jitter_seconds: float = 1.0, loop_lag_every: float = 0.5,
-                 first_probe_within: float | None = 5.0, wall_clock: Callable[[], float] = time.time) -> None:
+                 first_probe_within: float | None = 5.0, wall_clock: Callable[[], float] = time.time,
+                 canary: Canary | None = None) -> None:
         self.metrics = metrics
+        self.canary = canary
+        """Judges network failures (``blind``); None: every result the gate counts, counts."""
         self._wall = wall_clock
         """Wall-clock time, for warm-up starts (a new monitor without a creation time, a new URL)."""
         self.prober = prober if prober is not None else Prober(tls=tls)
@@ -94,6 +101,7 @@ class ProbeEngine:
         self._workers: dict[tuple[str, str], _Worker] = {}
         self._started = False
         self._lag_task: asyncio.Task[None] | None = None
+        self._canary_task: asyncio.Task[None] | None = None
         self._run_bound, self._on_skip = self._run_once, metrics.skipped.inc
         """Bound once, not per worker (each worker's task holds them)."""
 
@@ -102,6 +110,8 @@ class ProbeEngine:
         self._lag_task = asyncio.create_task(guard("event-loop lag watcher", lambda: watch_loop_lag(
             self.metrics.event_loop_lag.observe, every=self._loop_lag_every)))
         self.metrics.count_tasks_of(asyncio.get_running_loop())
+        if self.canary is not None:
+            self._canary_task = asyncio.create_task(guard("canary", self.canary.run))
         for worker in self._workers.values():
             self._launch(worker)
 
@@ -112,9 +122,10 @@ class ProbeEngine:
             if w.ticker is not None:
                 w.ticker.stop()
                 w.ticker = None
-        if self._lag_task is not None:
-            self._lag_task.cancel()
-            tasks.append(self._lag_task)
+        for task in (self._lag_task, self._canary_task):
+            if task is not None:
+                task.cancel()
+                tasks.append(task)
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def __aenter__(self) -> ProbeEngine:
@@ -183,6 +194,8 @@ class ProbeEngine:
     async def _run_once(self, worker: _Worker, tick: float) -> None:
         try:
             now = self._clock or asyncio.get_running_loop().time
+            canary = self.canary
+            started = canary.now() if canary is not None else 0.0
             async with self._semaphore:
                 self.metrics.schedule_lag.observe(max(0.0, now() - tick))
                 self.metrics.in_flight += 1
@@ -192,12 +205,14 @@ class ProbeEngine:
                     self.metrics.in_flight -= 1
             why = worker.gate.decide(result.timestamp, result.success)
             worker.series.warming_up = 1 if worker.gate.warm_until else 0
+            if why is None and canary is not None and unreachable(result) and await canary.blind_since(started):
+                why = Exclusion.BLIND
             if why is None:
                 worker.series.record(result)
                 worker.series.maintenance = 0
             else:
                 worker.series.record_excluded(result, why)
-                worker.series.maintenance = int(why is not Exclusion.WARMUP)
+                worker.series.maintenance = int(why in (Exclusion.MAINTENANCE, Exclusion.PAUSED))
                 result = dataclasses.replace(result, excluded=why)
             if self._on_result is not None:
                 try:

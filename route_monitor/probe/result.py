@@ -34,6 +34,15 @@ class Exclusion(enum.Enum):
     MAINTENANCE = names.EXCLUDED_MAINTENANCE
     WARMUP = names.EXCLUDED_WARMUP
     PAUSED = names.EXCLUDED_PAUSED
+    BLIND = names.EXCLUDED_BLIND
+    """Contract 11: decided by :mod:`route_monitor.probe.canary`, after the gate."""
+
+
+NETWORK_REASONS = frozenset({FailureReason.DNS_ERROR, FailureReason.CONNECTION_REFUSED,
+                             FailureReason.CONNECTION_TIMEOUT, FailureReason.TIMEOUT, FailureReason.TLS_ERROR})
+"""Failures that the prober's own network can cause (Contract 11): while the member's canary is
+unreachable, a probe failing for one of these is excluded as ``blind``; any other reason means
+the target answered something, so the prober's network worked."""
 
 
 @dataclass(frozen=True, slots=True)

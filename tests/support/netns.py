@@ -1,0 +1,174 @@
+"""A network namespace the test controls, for a prober whose network fails (``ip netns`` + veth).
+
+:class:`NetNS` is a namespace joined to the host by veth pairs (:class:`Link`), each a /30 of the
+198.18.0.0/15 test range (198.19.x.y here), host end ``.1``, namespace end ``.2``. A process
+started in it (``ip netns exec``) reaches only what listens on a host end's address (or on
+0.0.0.0); :meth:`Link.cut` takes the namespace end down, so its connects fail at once ("network
+unreachable") as on a node that lost its network, and :meth:`Link.restore` brings it back. The
+namespace and its links are deleted by name when the test ends. Needs root (tests run as root here).
+
+:class:`Relay` forwards TCP from a host end's address to a loopback port (the test apiserver
+listens on 127.0.0.1 only), and :class:`HitServer` is an HTTP target on a host end's address that
+records which path was requested when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_namespaces = itertools.count(1)
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+@dataclass(frozen=True)
+class Link:
+    netns: str
+    host_end: str
+    ns_end: str
+    host_address: str
+    ns_address: str
+
+    def cut(self) -> None:
+        ip("netns", "exec", self.netns, "ip", "link", "set", "dev", self.ns_end, "down")
+
+    def restore(self) -> None:
+        ip("netns", "exec", self.netns, "ip", "link", "set", "dev", self.ns_end, "up")
+
+
+class NetNS:
+    def __init__(self) -> None:
+        n = next(_namespaces)
+        self.tag = f"{os.getpid() % 100000}{n}"
+        self.name = f"rm-blind-{self.tag}"
+        self._octet = (os.getpid() + 7 * n) % 250
+        self.links: list[Link] = []
+        ip("netns", "add", self.name)
+        self.run_in("ip", "link", "set", "dev", "lo", "up")
+
+    def link(self) -> Link:
+        i = len(self.links)
+        host_end, ns_end = f"rbh{self.tag}{i}"[:15], f"rbn{self.tag}{i}"[:15]
+        host_address, ns_address = f"198.19.{self._octet}.{4 * i + 1}", f"198.19.{self._octet}.{4 * i + 2}"
+        ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+        self.links.append(Link(self.name, host_end, ns_end, host_address, ns_address))
+        ip("link", "set", ns_end, "netns", self.name)
+        ip("addr", "add", f"{host_address}/30", "dev", host_end)
+        ip("link", "set", "dev", host_end, "up")
+        self.run_in("ip", "addr", "add", f"{ns_address}/30", "dev", ns_end)
+        self.run_in("ip", "link", "set", "dev", ns_end, "up")
+        return self.links[-1]
+
+    def run_in(self, *args: str) -> None:
+        ip("netns", "exec", self.name, *args)
+
+    def command(self, *args: str) -> list[str]:
+        """``args`` run inside the namespace (``ip netns exec`` execs it: the pid is the process's)."""
+        return ["ip", "netns", "exec", self.name, *args]
+
+    def fetch(self, url: str, timeout: float = 5) -> str:
+        """GET ``url`` from inside the namespace (e.g. a process's /metrics on its loopback)."""
+        code = ("import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], "
+                f"timeout={timeout}).read().decode())")
+        done = subprocess.run(self.command(sys.executable, "-c", code, url), capture_output=True, text=True,
+                              timeout=timeout + 10)
+        if done.returncode != 0:
+            raise OSError(f"GET {url} in {self.name} failed: {done.stderr.strip()[-300:]}")
+        return done.stdout
+
+    def close(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=20)
+        for link in self.links:  # gone with the namespace, normally; by name in case it is not
+            subprocess.run(["ip", "link", "del", link.host_end], capture_output=True, timeout=20)
+
+
+class Relay:
+    """TCP from ``(address, port)`` (a free port) to ``127.0.0.1:upstream``, in a thread of its own."""
+
+    def __init__(self, address: str, upstream: int) -> None:
+        self.address, self._upstream = address, upstream
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="relay", daemon=True)
+        self._thread.start()
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._handle, address, 0), self._loop).result(10)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._upstream)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True)
+
+    def close(self) -> None:
+        async def stop() -> None:
+            self._server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+class HitServer:
+    """An HTTP server on ``address`` answering 200 ``ok``, recording (path, wall time) of each request."""
+
+    def __init__(self, address: str) -> None:
+        self.hits: list[tuple[str, float]] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with owner._lock:
+                    owner.hits.append((self.path, time.time()))
+                self.send_response(200)
+                self.send_header("Content-Length", "3")
+                self.end_headers()
+                self.wfile.write(b"ok\n")
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer((address, 0), Handler)
+        self.address = address
+        self.port = int(self._server.server_address[1])
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def host(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    def paths_since(self, since: float) -> set[str]:
+        with self._lock:
+            return {path for path, at in self.hits if at >= since}
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
