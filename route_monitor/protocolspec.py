@@ -267,3 +267,33 @@ def discovered(p: ProtocolSettings, found: ProtocolSettings | None) -> ProtocolS
     """The protocol a probe speaks: the spec's when it names one (``protocol``, or a ``grpc``,
     ``tcp`` or ``dns`` block), else the one the target declares, else HTTP."""
     return p if p.explicit or found is None else found
+
+
+def describe(p: ProtocolSettings, found: ProtocolSettings | None = None, why: str = "") -> str:
+    """What a probe speaks and why, in words (``check``, the status): ``grpc (spec.probe.protocol)``,
+    ``tcp, from the Service's port name tls-redis``, ``http (default)``."""
+    chosen = discovered(p, found)
+    tls = " over TLS" if chosen.uses_tls else ""
+    if p.explicit:
+        return f"{chosen.protocol.value}{tls} (spec.probe)"
+    if found is not None and why:
+        return f"{why}{tls}"
+    return f"{chosen.protocol.value} (default)" if not why else f"http ({why.split(', ', 1)[-1]})"
+
+
+def url_for(url: str, p: ProtocolSettings) -> str:
+    """``url`` with the scheme of the protocol a probe speaks (a Service's URL is written in the
+    protocol its port declares; a spec that names another one wins): ``grpc://`` or ``grpcs://``,
+    ``tcp://`` or ``tls://``, ``dns://``, and for HTTP the URL's own ``http(s)://`` (``https``
+    for a ``grpcs``/``tls`` one)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    if p.protocol is Protocol.HTTP:
+        wanted = scheme if scheme in ("http", "https") else ("https" if scheme in _TLS_SCHEMES else "http")
+    elif p.protocol is Protocol.DNS:
+        wanted = "dns"
+    else:
+        plain, secure = _SCHEMES[p.protocol]
+        wanted = secure if p.uses_tls else plain
+    return url if wanted == scheme else f"{wanted}://{rest}"

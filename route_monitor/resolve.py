@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from route_monitor import urls
 from route_monitor.credentials import Credentials
 from route_monitor.probe.safety import forbidden_host
-from route_monitor.protocolspec import Protocol, ProtocolSettings, from_port
+from route_monitor.protocolspec import Protocol, ProtocolSettings, from_port, url_for
 from route_monitor.spec import ServiceRef, UrlTarget
 
 URL_SCHEMES = ("http", "https", "grpc", "grpcs", "tcp", "tls", "dns")
@@ -129,7 +129,7 @@ def resolve_service(service: Mapping[str, Any], target: ServiceRef, path: str | 
     number = int(port.get("port", 80))
     found = None if target.scheme else from_port(port)
     if found is not None and found[0].protocol is not Protocol.HTTP:
-        url = f"{found[0].protocol.value}://{name}.{namespace}.svc.{cluster_domain}:{number}"
+        url = url_for(with_path(f"http://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/"), found[0])
         check_url_safe(url)
         return ResolvedTarget(url=url, kind="service", name=name, protocol=found[0], protocol_reason=found[1])
     scheme = target.scheme or ("https" if number in (443, 8443) or str(port.get("name", "")).startswith("https")

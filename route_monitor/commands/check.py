@@ -20,7 +20,7 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import fileplan, maintenance, manifests
+from route_monitor import fileplan, maintenance, manifests, protocolspec
 from route_monitor.commands.rules import report
 from route_monitor.spec import MonitorSpec, UrlTarget
 
@@ -53,7 +53,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         t = spec.target
         target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
         path = f", path {spec.path}" if spec.path else ""
-        out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
+        resolved = planned.monitors.get(spec.key)
+        found = resolved.target if resolved is not None else None
+        speaks = protocolspec.describe(spec.probe.protocol, found.protocol if found else None,
+                                       found.protocol_reason if found else "")
+        out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n  protocol: {speaks}\n"
+                  f"{exclusions(spec, at)}\n")
     report(problems, err)
     errors = sum(not p.warning for p in problems)
     warnings = len(problems) - errors
