@@ -94,3 +94,15 @@ def test_prometheusrule_stand_in_agrees_with_prometheus_operator_on(field: str) 
     assert stand_in.get("type") == upstream.get("type")
     if "pattern" in upstream:  # the stand-in may be stricter (webhook checks), never looser
         assert stand_in.get("pattern") == upstream["pattern"]
+
+
+def test_adaptation_lists_as_required_exactly_the_list_map_keys_whose_empty_default_it_dropped() -> None:
+    """1.20 asks that a key of an ``x-kubernetes-list-map-keys`` list be required or defaulted; the
+    ClusterServiceVersion's ``imagePullSecrets[].name`` loses its empty default, so it becomes required."""
+    added: list[tuple[tuple[Any, ...], Any]] = []
+    for path in sorted(UPSTREAM_CRDS.glob("*.yaml")):
+        [original] = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        before = dict(leaves(original))
+        added += [(p, v) for p, v in leaves(adapt(original)) if p not in before and p[-1] == "required"]
+    assert [(p[-5:], v) for p, v in added] == [
+        (("spec", "properties", "imagePullSecrets", "items", "required"), ["name"])], added

@@ -22,7 +22,7 @@ from route_monitor.resolve import ResolvedTarget
 from route_monitor.spec import MonitorSpec
 
 RBAC_HINT = ("reading Secrets and ConfigMaps is opt-in: apply deploy/optional/secrets-reader.yaml, or grant "
-             "a Role on this object to the operator's ServiceAccount (README, \"Credentials and mutual TLS\")")
+             "a Role on this object to the operator's ServiceAccount (docs/credentials.md)")
 
 
 def objects_of(spec: MonitorSpec) -> set[ObjectKey]:
