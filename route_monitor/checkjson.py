@@ -38,7 +38,7 @@ def finding(p: ManifestError) -> dict[str, Any]:
     }
 
 
-def monitor(spec: MonitorSpec, source: str | None) -> dict[str, Any]:
+def monitor(spec: MonitorSpec, source: str | None, protocol: str = "") -> dict[str, Any]:
     t = spec.target
     parsed = _SOURCE.match(source or "")
     assert parsed is not None
@@ -49,6 +49,7 @@ def monitor(spec: MonitorSpec, source: str | None) -> dict[str, Any]:
         "document": int(parsed["doc"]) if parsed["doc"] else None,
         "target": t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}",
         "path": spec.path or None,
+        "protocol": protocol or None,
         "interval_seconds": spec.probe.interval_ms / 1000,
         "paused": spec.paused,
         "explanation": explain(spec.slo()).rstrip(),
@@ -56,11 +57,11 @@ def monitor(spec: MonitorSpec, source: str | None) -> dict[str, Any]:
 
 
 def document(monitors: Sequence[MonitorSpec], sources: Mapping[tuple[str, str], str],
-             problems: Sequence[ManifestError]) -> str:
+             problems: Sequence[ManifestError], protocols: Mapping[tuple[str, str], str] | None = None) -> str:
     errors = [finding(p) for p in problems if not p.warning]
     warnings = [finding(p) for p in problems if p.warning]
     return json.dumps({
-        "monitors": [monitor(m, sources.get(m.key)) for m in monitors],
+        "monitors": [monitor(m, sources.get(m.key), (protocols or {}).get(m.key, "")) for m in monitors],
         "errors": errors,
         "warnings": warnings,
         "summary": {"monitors": len(monitors), "errors": len(errors), "warnings": len(warnings)},

@@ -18,6 +18,7 @@ from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
+from route_monitor.protocolspec import url_for
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.sources_fields import InvalidSource
 from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
@@ -70,7 +71,8 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
         ref, sep, url = item.partition("=")
         namespace, slash, name = ref.partition("/")
         if not (sep and slash and namespace and name and url.startswith(("http://", "https://"))):
-            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
+            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT] "
+                             "(a Service whose port declares gRPC, TCP or DNS is probed in that protocol there)")
         problem = urls.url_problem(url)
         if problem is not None:
             raise ValueError(f"--service-url {urls.redact(item)!r}: {problem}")
@@ -82,8 +84,14 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
     t = spec.target
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
-        if override is not None:
-            return ResolvedTarget(resolve_url(UrlTarget(override), spec.path).url, "service", t.name)
+        if override is not None:  # where the Service is reached from here, in the protocol its port declares
+            ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
+                                  missing="is not in the given files", from_files=True)
+            declared = sources.resolve_target(t, spec.namespace, spec.path, ctx)
+            url = resolve_url(UrlTarget(override), spec.path).url
+            if declared.protocol is not None:
+                url = url_for(url, declared.protocol)
+            return replace(declared, url=url)
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
                           missing="is not in the given files", from_files=True)
     return sources.resolve_target(t, spec.namespace, spec.path, ctx)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from alert_rules.fielderrors import EMPTY, Collect, each, mapping
 from alert_rules.model import InvalidSpec, parse_duration_ms
 from route_monitor import bodyregex
+from route_monitor.protocolspec import HTTP, Protocol, ProtocolSettings, protocol_settings
 from route_monitor.requestspec import RequestOptions, parse_request
 
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
@@ -42,6 +43,9 @@ class ProbeSettings:
     warmup_ms: int = DEFAULT_WARMUP_MS
     """Contract 9: after creation or a URL change, results are excluded until the first success or
     until this has passed; 0 turns warm-up off."""
+
+    protocol: ProtocolSettings = HTTP
+    """``spec.probe.protocol`` and its block (:mod:`route_monitor.protocolspec`)."""
 
     def status_ok(self, status: int) -> bool:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
@@ -111,6 +115,12 @@ def _warmup(value: object, field: str) -> int:
     return parse_duration_ms(value, field)
 
 
+_HTTP_ONLY_NOT_GRPC = ("method", "expectedStatus", "bodyRegex")
+_HTTP_ONLY = (*_HTTP_ONLY_NOT_GRPC, "headers", "auth")
+"""``spec.probe`` fields an HTTP probe has and the others do not (a gRPC probe sends headers and
+auth as metadata)."""
+
+
 def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
     """``spec.probe`` with every field error kept in ``c`` (the settings returned then hold
     fallbacks, never used: ``c.done()`` raises)."""
@@ -127,7 +137,14 @@ def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
     if body_regex is not None and method == "HEAD":
         c.add(f"{field}.bodyRegex", body_regex, "a HEAD response has no body to match")
     tls = c.get(lambda: mapping(p.get("tls"), f"{field}.tls"), EMPTY)
+    protocol = protocol_settings(p, field, c)
+    if protocol.protocol is not Protocol.HTTP:
+        for name in _HTTP_ONLY if protocol.protocol is not Protocol.GRPC else _HTTP_ONLY_NOT_GRPC:
+            if name in p:
+                c.add(f"{field}.{name}", p[name], f"applies to HTTP probes only (this probe is "
+                      f"{protocol.protocol.value})")
     return ProbeSettings(
+        protocol=protocol,
         interval_ms=interval,
         timeout_ms=timeout,
         method=method,

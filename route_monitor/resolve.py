@@ -18,7 +18,11 @@ from urllib.parse import urlsplit, urlunsplit
 from route_monitor import urls
 from route_monitor.credentials import Credentials
 from route_monitor.probe.safety import forbidden_host
+from route_monitor.protocolspec import Protocol, ProtocolSettings, from_port, url_for
 from route_monitor.spec import ServiceRef, UrlTarget
+
+URL_SCHEMES = ("http", "https", "grpc", "grpcs", "tcp", "tls", "dns")
+"""What a URL target may be (the scheme must also fit the probe's protocol: ``spec``)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,11 @@ class ResolvedTarget:
     credentials: Credentials | None = None
     """What ``spec.probe`` references (auth, CA, client certificate), once read; a rotation
     changes the target, so the probe engine picks it up like a URL change."""
+    protocol: ProtocolSettings | None = None
+    """The protocol the target declares (a Service port's ``appProtocol`` or name prefix), used
+    when ``spec.probe`` names none."""
+    protocol_reason: str = ""
+    """Which protocol and why, for ``check`` and the status (empty: none declared)."""
 
 
 class TargetError(Exception):
@@ -118,11 +127,17 @@ def resolve_service(service: Mapping[str, Any], target: ServiceRef, path: str | 
     namespace = str(meta.get("namespace") or "default")
     port = _pick_port(service, target.port)
     number = int(port.get("port", 80))
-    scheme = target.scheme or ("https" if number in (443, 8443) or
-                               str(port.get("name", "")).startswith("https") else "http")
+    found = None if target.scheme else from_port(port)
+    if found is not None and found[0].protocol is not Protocol.HTTP:
+        url = url_for(with_path(f"http://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/"), found[0])
+        check_url_safe(url)
+        return ResolvedTarget(url=url, kind="service", name=name, protocol=found[0], protocol_reason=found[1])
+    scheme = target.scheme or ("https" if number in (443, 8443) or str(port.get("name", "")).startswith("https")
+                               or str(port.get("appProtocol", "")).lower() in ("https", "kubernetes.io/wss")
+                               else "http")
     url = with_path(f"{scheme}://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/")
     check_url_safe(url)
-    return ResolvedTarget(url=url, kind="service", name=name)
+    return ResolvedTarget(url=url, kind="service", name=name, protocol_reason=found[1] if found else "")
 
 
 def resolve_url(target: UrlTarget, path: str | None, *, allow_url_targets: bool = True) -> ResolvedTarget:
@@ -131,8 +146,8 @@ def resolve_url(target: UrlTarget, path: str | None, *, allow_url_targets: bool 
         raise TargetError("URLTargetsNotAllowed", "URL targets are disabled in this operator (start it with "
                           "--allow-url-targets to probe them)")
     parts = urlsplit(target.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in URL_SCHEMES or not parts.hostname:
         raise TargetError("InvalidURL", f"{urls.redact(target.url)!r} is not an absolute http:// or https:// URL")
-    url = with_path(target.url, path)
+    url = with_path(target.url, path) if parts.scheme in ("http", "https") else target.url
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="url", name="")

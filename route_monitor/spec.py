@@ -32,6 +32,7 @@ from route_monitor.maintenance import Window, annotation_windows, parse_instant,
 from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
 from route_monitor.probespec import ProbeSettings as ProbeSettings
 from route_monitor.probespec import boolean, probe_settings
+from route_monitor.protocolspec import url_scheme_problems
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -158,9 +159,10 @@ def _target(value: object, field: str, c: Collect) -> Target:
     key = present[0]
     if key == UrlTarget.field:
         url = t[key]
-        if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
+        if not isinstance(url, str) or not re.match(r"^(https?|grpcs?|tcp|tls|dns)://[^/\s]+", url):
             raise InvalidSpec(f"{field}.url", urls.redact(url if isinstance(url, str) else echo(url)),
-                              "expected an absolute http:// or https:// URL")
+                              "expected an absolute http:// or https:// URL (tcp://, tls://, grpc://, grpcs:// or "
+                              "dns:// HOST:PORT for those probes)")
         for problem in urls.url_problems(url):
             c.add(f"{field}.url", urls.redact(url), problem)
         return UrlTarget(url=url)
@@ -272,6 +274,9 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
     target = c.get(lambda: parse_target(spec.get("target")), _NO_TARGET)  # in the order a manifest is written
     path = c.get(lambda: _path(spec.get("path")), None)
     probe = probe_settings(spec.get("probe"), "spec.probe", c)
+    if isinstance(target, UrlTarget) and target.url and not c.failed("spec.probe.protocol", "spec.target"):
+        for problem in url_scheme_problems(target.url, probe.protocol):
+            c.add("spec.target.url", urls.redact(target.url), problem)
     objective = objective_of(spec.get("slo"), "spec.slo", c)
     timeout_known = not (c.failed("spec.probe.interval", "spec.probe.timeout") or c.has("spec.probe"))
     if (objective.latency and objective.latency.threshold_ms > probe.timeout_ms and timeout_known

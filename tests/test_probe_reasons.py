@@ -168,4 +168,5 @@ def test_classify_only_returns_the_closed_set(exc: BaseException, phase: Phase) 
 def test_the_reason_set_is_exactly_contract_3() -> None:
     assert {r.value for r in R} == {
         "dns_error", "connection_refused", "connection_timeout", "tls_error", "certificate_invalid", "timeout",
-        "http_status", "body_mismatch", "too_many_redirects", "protocol_error", "other"}
+        "http_status", "body_mismatch", "too_many_redirects", "protocol_error", "grpc_not_serving", "grpc_status",
+        "expect_mismatch", "dns_rcode", "dns_answer_mismatch", "other"}

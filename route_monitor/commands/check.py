@@ -22,7 +22,7 @@ import time
 from typing import TextIO
 
 from alert_rules import durations, explain
-from route_monitor import checkjson, cliargs, fileplan, maintenance
+from route_monitor import checkjson, cliargs, fileplan, maintenance, protocolspec
 from route_monitor.commands.rules import report
 from route_monitor.spec import MonitorSpec, UrlTarget
 
@@ -49,6 +49,14 @@ def exclusions(spec: MonitorSpec, now: float) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def speaks(spec: MonitorSpec, planned: fileplan.Plan) -> str:
+    """Which protocol the monitor's probes speak, and why (the spec's, its Service port's, HTTP)."""
+    resolved = planned.monitors.get(spec.key)
+    found = resolved.target if resolved is not None else None
+    return protocolspec.describe(spec.probe.protocol, found.protocol if found else None,
+                                 found.protocol_reason if found else "")
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
         now: float | None = None) -> int:
     """Exit 0: valid (warnings allowed unless ``--strict``); 1: errors (or warnings with
@@ -60,14 +68,16 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     warnings = len(problems) - errors
     nothing = not monitors and not errors
     if getattr(args, "output", "text") == "json":
-        out.write(checkjson.document(monitors, planned.sources, problems))
+        out.write(checkjson.document(monitors, planned.sources, problems,
+                                     {m.key: speaks(m, planned) for m in monitors}))
     else:
         at = time.time() if now is None else now
         for spec in monitors:
             t = spec.target
             target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
             path = f", path {spec.path}" if spec.path else ""
-            out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n{exclusions(spec, at)}\n")
+            out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n  protocol: "
+                      f"{speaks(spec, planned)}\n{exclusions(spec, at)}\n")
         report(problems, err)
         if not nothing:
             print(f"{len(monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)

@@ -39,7 +39,12 @@ class Progress:
     deadline: float = 0.0
     """The probe's deadline on the event loop's clock (bounds a ``bodyRegex`` match)."""
     matching: str = ""
-    """Set while ``bodyRegex`` runs: the detail for a deadline hit during the match."""
+    """Set while ``bodyRegex`` (or a TCP ``expect``, a DNS ``answerRegex``) runs: the detail for a
+    deadline hit during the match."""
+    mismatch: FailureReason = FailureReason.BODY_MISMATCH
+    """The reason of a deadline hit while ``matching``."""
+    outcome: str = ""
+    """A gRPC, TCP or DNS probe's detail of its success."""
     phases: list[float] = field(default_factory=lambda: [0.0] * len(PHASES))
     """Seconds spent in each of ``names.PHASES`` (summed over redirects)."""
     lap_started: float = 0.0

@@ -33,6 +33,7 @@ from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.probe.scheduler import Schedule, Ticker, default_jitter, guard, watch_loop_lag
 from route_monitor.probe.tls import TLSContexts
+from route_monitor.protocolspec import discovered, url_for
 from route_monitor.spec import MonitorSpec
 
 if TYPE_CHECKING:
@@ -147,10 +148,14 @@ class ProbeEngine:
         if old is not None and old.ticker is not None:
             old.ticker.stop()
         latency = spec.objective.latency
-        series = self.metrics.add(key, TargetInfo(target.url, target.kind, target.name),
+        settings = spec.probe
+        if target.protocol is not None and not settings.protocol.explicit:
+            settings = dataclasses.replace(settings, protocol=discovered(settings.protocol, target.protocol))
+        url = url_for(target.url, settings.protocol)
+        series = self.metrics.add(key, TargetInfo(url, target.kind, target.name),
                                   latency.threshold_seconds if latency else None)
         interval = spec.probe.interval_ms / 1000
-        worker = _Worker(spec, target, self.prober.request(key, target.url, spec.probe, target.credentials), series,
+        worker = _Worker(spec, target, self.prober.request(key, url, settings, target.credentials), series,
                          Schedule.for_monitor(key, interval, jitter=default_jitter(interval, self._rng,
                                                                                     self._max_jitter)),
                          self._gate(spec, target, old))

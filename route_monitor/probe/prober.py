@@ -34,10 +34,12 @@ from route_monitor.bodyregex import BodyRegex, MatchTimeout
 from route_monitor.credentials import Credentials
 from route_monitor.probe import http11
 from route_monitor.probe.connect import PROCESSING, TRANSFER, AnyStream, Progress, open_stream
+from route_monitor.probe.protocols import OtherProtocol, default_port, host_port
 from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
 from route_monitor.probe.tls import TLSContexts, not_after
+from route_monitor.protocolspec import Protocol
 from route_monitor.spec import ProbeSettings
 
 USER_AGENT = f"route-monitor/{__version__}".encode()
@@ -98,6 +100,8 @@ class ProbeRequest:
     first_head: bytes = field(default=b"", repr=False)
     """The request head for ``endpoint`` with ``settings.method``, serialized once (empty: made
     per probe, which then fails with the reason why it cannot be made)."""
+    other: OtherProtocol | None = None
+    """What a gRPC, TCP or DNS probe sends and matches, made once (None: HTTP)."""
 
     @classmethod
     def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings, *,
@@ -106,6 +110,12 @@ class ProbeRequest:
             endpoint = Endpoint.parse(url)
         except ProbeFailure:
             endpoint = Endpoint("http", "", 0, b"/")  # probed as a failure with reason "other"
+        if settings.protocol.protocol is not Protocol.HTTP:
+            host, port = host_port(url, default_port(settings.protocol))
+            return cls(key, url, settings, Endpoint(urlsplit(url).scheme, host, port, b""), None, (), b"",
+                       settings.request.server_name, ssl_context, credentials is not None and
+                       bool(credentials.client_pem),
+                       other=OtherProtocol.of(settings.protocol, settings.request, credentials))
         regex = BodyRegex.of(settings.body_regex) if settings.body_regex is not None else None
         headers = tuple((k.encode("ascii"), v.encode("utf-8")) for k, v in settings.request.headers)
         req = cls(key, url, settings, endpoint, regex, headers,
@@ -147,10 +157,12 @@ class Prober:
         """The probe request of one monitor, with its shared SSL context when it has its own CA
         or client certificate (built here, once per combination, not per probe)."""
         ctx, problem = None, ""
-        if credentials is not None and (credentials.ca_pem or credentials.client_pem):
-            try:
-                ctx = self.contexts.context(ca_pem=credentials.ca_pem, client_pem=credentials.client_pem,
-                                            verify=not settings.insecure_skip_verify)
+        h2 = settings.protocol.protocol is Protocol.GRPC and settings.protocol.grpc.tls
+        if h2 or (credentials is not None and (credentials.ca_pem or credentials.client_pem)):
+            try:  # gRPC over TLS needs ALPN h2, which the shared HTTP/1.1 contexts must not offer
+                ctx = self.contexts.context(ca_pem=credentials.ca_pem if credentials else b"",
+                                            client_pem=credentials.client_pem if credentials else b"",
+                                            verify=not settings.insecure_skip_verify, alpn=("h2",) if h2 else ())
             except (ssl.SSLError, ValueError) as e:
                 problem = f"the CA or client certificate cannot be loaded: {getattr(e, 'reason', None) or e}"
         req = ProbeRequest.build(key, url, settings, credentials=credentials, ssl_context=ctx)
@@ -167,7 +179,7 @@ class Prober:
         except Exception as exc:  # CancelledError is a BaseException: it propagates
             duration = self._clock() - t0
             if isinstance(exc, TimeoutError) and progress.matching:  # a busy loop woke both deadlines at once
-                exc = ProbeFailure(FailureReason.BODY_MISMATCH, progress.matching)
+                exc = ProbeFailure(progress.mismatch, progress.matching)
             reason, detail = classify(exc, progress.phase)
             if reason is FailureReason.TLS_ERROR and not req.client_cert and "client certificate" in detail:
                 detail += " (none is configured: spec.probe.tls.clientCertRef)"
@@ -182,13 +194,20 @@ class Prober:
                                status[-1] if status else None, detail, progress.cert_not_after,
                                phases=tuple(progress.phases))
         duration = self._clock() - t0
-        return ProbeResult(req.key, req.url, started_wall, True, None, duration, status[-1],
-                           f"HTTP {status[-1]}", progress.cert_not_after, phases=tuple(progress.phases))
+        detail = f"HTTP {status[-1]}" if req.other is None else progress.outcome
+        return ProbeResult(req.key, req.url, started_wall, True, None, duration, status[-1] if status else None,
+                           detail, progress.cert_not_after, phases=tuple(progress.phases))
 
     async def _exchange(self, req: ProbeRequest, progress: Progress, status: list[int]) -> None:
         s = req.settings
         if req.setup_error:
             raise ProbeFailure(FailureReason.TLS_ERROR, req.setup_error)
+        if req.other is not None:
+            tls = req.ssl_context or self.tls.for_probe(s.insecure_skip_verify) if req.other.tls else None
+            progress.last_endpoint = req.endpoint
+            progress.outcome = await req.other.run(req.endpoint.host, req.endpoint.port, req.server_name, tls,
+                                                   progress)
+            return
         endpoint = req.endpoint if req.endpoint.host else Endpoint.parse(req.url)
         url = req.url
         method = s.method.encode()

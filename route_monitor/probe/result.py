@@ -24,6 +24,11 @@ class FailureReason(enum.Enum):
     BODY_MISMATCH = "body_mismatch"
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PROTOCOL_ERROR = "protocol_error"
+    GRPC_NOT_SERVING = "grpc_not_serving"
+    GRPC_STATUS = "grpc_status"
+    EXPECT_MISMATCH = "expect_mismatch"
+    DNS_RCODE = "dns_rcode"
+    DNS_ANSWER_MISMATCH = "dns_answer_mismatch"
     OTHER = "other"
 
 

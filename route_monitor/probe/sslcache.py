@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from route_monitor.probe.truststore import verify_context
 
-CacheKey = tuple[bytes, bytes, bool]
+CacheKey = tuple[bytes, bytes, bool, tuple[str, ...]]
 
 
 @contextlib.contextmanager
@@ -54,12 +54,16 @@ class SSLContextCache:
         self.builds = 0
         """How many contexts were built (the rest were shared)."""
 
-    def context(self, *, ca_pem: bytes = b"", client_pem: bytes = b"", verify: bool = True) -> ssl.SSLContext:
-        """The shared context for this combination; raises ``ssl.SSLError`` on unusable material."""
-        key = (hashlib.sha256(ca_pem).digest(), hashlib.sha256(client_pem).digest(), verify)
+    def context(self, *, ca_pem: bytes = b"", client_pem: bytes = b"", verify: bool = True,
+                alpn: tuple[str, ...] = ()) -> ssl.SSLContext:
+        """The shared context for this combination; raises ``ssl.SSLError`` on unusable material.
+        ``alpn``: the protocols offered (``("h2",)`` for gRPC; none for HTTP/1.1 probes)."""
+        key = (hashlib.sha256(ca_pem).digest(), hashlib.sha256(client_pem).digest(), verify, alpn)
         ctx = self._contexts.get(key)
         if ctx is None:
             ctx = self._build(ca_pem, client_pem, verify)
+            if alpn:
+                ctx.set_alpn_protocols(list(alpn))
             self._contexts[key] = ctx
             self.builds += 1
         return ctx
