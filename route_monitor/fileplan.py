@@ -71,8 +71,7 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
         ref, sep, url = item.partition("=")
         namespace, slash, name = ref.partition("/")
         if not (sep and slash and namespace and name and url.startswith(("http://", "https://"))):
-            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT] "
-                             "(a Service whose port declares gRPC, TCP or DNS is probed in that protocol there)")
+            raise ValueError(f"--service-url {urls.redact(item)!r}: expected NAMESPACE/NAME=http(s)://HOST[:PORT]")
         problem = urls.url_problem(url)
         if problem is not None:
             raise ValueError(f"--service-url {urls.redact(item)!r}: {problem}")
