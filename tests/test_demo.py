@@ -1,7 +1,7 @@
 """``route-monitor demo`` as a user runs it: no arguments beyond a bounded ``--duration``.
 
 Covers: it prints where metrics, rules and manifests are and how to run Prometheus on them;
-``/metrics`` serves all four demo monitors while it runs (the untrusted certificate fails as
+``/metrics`` serves all six demo monitors (the gRPC and TCP ones succeeding) while it runs (the untrusted certificate fails as
 ``certificate_invalid`` with its expiry exported); the rules and ``prometheus.yml`` it writes
 pass ``promtool check config``; it exits 0; a busy metrics port falls back to a free one; the
 live view's burn rates (error ratio / budget, availability and latency); colours only on a
@@ -42,6 +42,9 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             for f in text_string_to_metric_families(text) for s in f.samples}
 
 
+DEMO = {"healthy", "flaky", "slow", "untrusted-tls", "grpc-health", "redis-ping"}
+
+
 def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
     port = free_port()
     p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "6",
@@ -51,12 +54,14 @@ def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
     def has_all() -> bool:
         samples = scrape(port)
         monitors = {dict(k[1]).get("monitor") for k in samples if k[0] == "route_monitor_probes_total"}
-        return monitors >= {"healthy", "flaky", "slow", "untrusted-tls"} and any(
+        succeeded = {dict(k[1]).get("monitor") for k, v in samples.items()
+                     if k[0] == "route_monitor_probes_total" and dict(k[1]).get("result") == "success" and v > 0}
+        return monitors >= DEMO and succeeded >= {"grpc-health", "redis-ping"} and any(
             k[0] == "route_monitor_probe_failures_total" and ("reason", "certificate_invalid") in k[1]
             for k in samples)
 
     try:
-        wait_for(has_all, timeout=15, what="all four demo monitors on /metrics")
+        wait_for(has_all, timeout=15, what="all six demo monitors on /metrics")
         samples = scrape(port)
         expiry = samples[("route_monitor_tls_certificate_expiry_timestamp_seconds",
                           (("monitor", "untrusted-tls"), ("namespace", "demo")))]
@@ -69,8 +74,8 @@ def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
     assert f"http://127.0.0.1:{port}/metrics" in out
     folder = Path(re.search(r"rules:\s+(\S+)/rules/\*\.rules\.yml", out).group(1))  # type: ignore[union-attr]
     assert "prometheus --config.file=" in out
-    assert {"healthy", "flaky", "slow", "untrusted-tls"} <= set(re.findall(r"^(\S+)\s+\d+\.\d+%", out, re.M))
-    assert len(list((folder / "rules").glob("*.rules.yml"))) == 4
+    assert set(re.findall(r"^(\S+)\s+\d+\.\d+%", out, re.M)) >= DEMO
+    assert len(list((folder / "rules").glob("*.rules.yml"))) == 6
     if shutil.which("promtool"):
         check = subprocess.run(["promtool", "check", "config", str(folder / "prometheus.yml")],
                                capture_output=True, text=True, timeout=60)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from route_monitor import cliargs
+from route_monitor import cliargs, demo_protocols
 from route_monitor import demo_targets as dt
 from route_monitor.fileplan import plan
 from route_monitor.httpserver import MetricsServer
@@ -39,7 +39,7 @@ kind: RouteMonitor
 metadata: {{name: {name}, namespace: demo}}
 spec:
   target: {{url: "{url}"}}
-  probe: {{interval: 1s, warmup: 0s}}  # the demo targets are up from the start: count every result
+  probe: {{interval: 1s, warmup: 0s{probe}}}  # the demo targets are up from the start: count every result
   slo: {slo}
 """
 
@@ -60,14 +60,22 @@ async def start_targets(folder: Path) -> tuple[list[asyncio.Server], list[tuple[
     flaky = await dt.start_target(dt.flaky(0.05))
     slow = await dt.start_target(dt.slow(0.15, jitter=0.5))
     tls = await dt.start_target(dt.healthy(), tls=dt.server_context(certfile, keyfile))
+    grpc, redis = await demo_protocols.start_grpc_health(), await demo_protocols.start_redis_like()
     monitors = [
         ("healthy", f"http://127.0.0.1:{dt.port_of(healthy)}/", '{availability: "99.9"}'),
         ("flaky", f"http://127.0.0.1:{dt.port_of(flaky)}/", '{availability: "99.5"}'),
         ("slow", f"http://127.0.0.1:{dt.port_of(slow)}/",
          '{availability: "99.9", latency: {threshold: 500ms, objective: "95"}}'),
         ("untrusted-tls", f"https://localhost:{dt.port_of(tls)}/", '{availability: "99.9"}'),
+        ("grpc-health", f"grpc://127.0.0.1:{dt.port_of(grpc)}", '{availability: "99.9"}'),
+        ("redis-ping", f"tcp://127.0.0.1:{dt.port_of(redis)}", '{availability: "99.9"}'),
     ]
-    return [healthy, flaky, slow, tls], monitors
+    return [healthy, flaky, slow, tls, grpc, redis], monitors
+
+
+PROBES = {"grpc-health": ", grpc: {}",
+          "redis-ping": ', tcp: {steps: [{send: "PING\\r\\n"}, {expect: "^\\\\+PONG"}]}'}
+"""The probe settings of the targets that are not HTTP."""
 
 
 def prometheus_config(metrics: MetricsServer, rules: Path) -> str:
@@ -82,7 +90,7 @@ def prometheus_config(metrics: MetricsServer, rules: Path) -> str:
 
 def intro(metrics: MetricsServer, folder: Path) -> str:
     return textwrap.dedent(f"""\
-        route-monitor demo: four local targets probed by the real engine (Ctrl-C to stop)
+        route-monitor demo: six local targets probed by the real engine (Ctrl-C to stop)
           metrics:    {metrics.url}
           rules:      {folder / 'rules'}/*.rules.yml  (plain Prometheus rule files)
           manifests:  {folder / 'monitors.yaml'}  (try: route-monitor standalone {folder / 'monitors.yaml'})
@@ -110,7 +118,8 @@ async def demo(address: tuple[str, int], duration: float, *, tty: bool, color: b
     folder = Path(tempfile.mkdtemp(prefix="route-monitor-demo-"))
     servers, monitors = await start_targets(folder)
     manifests = folder / "monitors.yaml"
-    manifests.write_text("---\n".join(MONITORS.format(name=n, url=u, slo=s) for n, u, s in monitors))
+    manifests.write_text("---\n".join(MONITORS.format(name=n, url=u, slo=s, probe=PROBES.get(n, ""))
+                                      for n, u, s in monitors))
     found = plan([manifests])
     for p in found.problems:
         print(p, file=sys.stderr)
