@@ -1,0 +1,170 @@
+"""The RouteMonitor CRD's own ``openAPIV3Schema``, applied to a manifest as the API server applies it.
+
+``check``, ``rules`` and ``standalone`` accept what the API server accepts: a manifest is
+validated against the schema of the CRD this package ships (``route_monitor/crds/``, a copy of
+``crds/routemonitor.yaml`` kept equal by a test) with the ``jsonschema`` library, not a second
+hand-written copy of the rules. Where OpenAPI and JSON Schema differ, the schema is translated
+once: ``x-kubernetes-int-or-string`` becomes "an integer or a string", ``format: date-time``
+is checked as the API server's ``strfmt`` checks it, and ``status`` is left out (the API server
+resets it on create).
+
+The API server prunes a field the schema does not declare; :func:`unknown_fields` names each
+one instead (with the nearest declared name), walking the same schema, so a field added to the
+CRD is known here at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from alert_rules import names
+from alert_rules.fielderrors import NOT_SHOWN, FieldError
+from route_monitor.yamlnodes import child_path
+
+OBJECT_META = ("name", "namespace", "labels", "annotations", "generateName", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
+               "finalizers", "managedFields", "selfLink", "clusterName")
+"""The fields of Kubernetes' ObjectMeta (``metadata``), which the CRD's schema leaves open."""
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
+_TYPES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+          "array": "a list", "object": "a mapping"}
+
+
+def crd() -> Mapping[str, Any]:
+    """The CRD as shipped in this package."""
+    text = resources.files("route_monitor").joinpath("crds/routemonitor.yaml").read_text(encoding="utf-8")
+    loaded: Mapping[str, Any] = yaml.safe_load(text)
+    return loaded
+
+
+def _translate(node: Any) -> Any:
+    """OpenAPI -> JSON Schema, recursively (``x-kubernetes-int-or-string``)."""
+    if isinstance(node, list):
+        return [_translate(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _translate(v) for k, v in node.items()}
+    if out.pop("x-kubernetes-int-or-string", False):
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    return out
+
+
+@cache
+def schema() -> Mapping[str, Any]:
+    """The served version's ``openAPIV3Schema`` (status included: :func:`unknown_fields` knows it)."""
+    version = next(v for v in crd()["spec"]["versions"] if v["name"] == names.VERSION)
+    found: Mapping[str, Any] = version["schema"]["openAPIV3Schema"]
+    return found
+
+
+def is_date_time(value: object) -> bool:
+    """``format: date-time`` as the API server's ``strfmt.IsDateTime`` reads it."""
+    if not isinstance(value, str):
+        return True
+    parts = value.lower().split("t")
+    if len(parts) < 2 or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", parts[0]):
+        return False
+    try:
+        dt.date.fromisoformat(parts[0])
+    except ValueError:
+        return False
+    m = _TIME.fullmatch(parts[1])
+    return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
+
+
+_FORMATS = jsonschema.FormatChecker(formats=())
+_FORMATS.checks("date-time")(is_date_time)
+
+
+@cache
+def _validator() -> Any:
+    translated = _translate(copy.deepcopy(dict(schema())))
+    translated["properties"].pop("status", None)
+    return jsonschema.Draft4Validator(translated, format_checker=_FORMATS)
+
+
+def _path(parts: Iterator[Any]) -> str:
+    out = ""
+    for p in parts:
+        out = child_path(out, p if isinstance(p, int) else str(p))
+    return out
+
+
+def _reason(e: Any) -> tuple[str, str]:
+    """(field, reason) of one jsonschema error, in the words of the parsers' messages."""
+    field = _path(iter(e.absolute_path))
+    if e.validator == "type":
+        wanted = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+        return field, "expected " + " or ".join(_TYPES.get(str(t), str(t)) for t in wanted)
+    if e.validator == "anyOf" and all("type" in s for s in e.validator_value):
+        return field, "expected " + " or ".join(_TYPES.get(s["type"], s["type"]) for s in e.validator_value)
+    if e.validator == "required":
+        missing = next((p for p in e.validator_value if p not in (e.instance or {})), "")
+        return child_path(field, str(missing)), "required"
+    if e.validator == "oneOf":
+        keys = [", ".join(s.get("required", [])) for s in e.validator_value]
+        return field, f"exactly one of {' or '.join('{' + k + '}' for k in keys)} is required"
+    if e.validator == "enum":
+        return field, f"expected one of {', '.join(map(str, e.validator_value))}"
+    if e.validator == "pattern":
+        return field, f"does not match the CRD's pattern {e.validator_value}"
+    if e.validator == "format":
+        return field, 'expected an RFC 3339 date and time, e.g. "2026-12-01T02:00:00Z"'
+    return field, f"refused by the CRD's schema ({e.validator}: {e.validator_value})"
+
+
+def schema_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Every field of ``obj`` the API server's validation of the CRD's schema refuses."""
+    out = []
+    for e in sorted(_validator().iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+        field, reason = _reason(e)
+        out.append(FieldError.of(field, e.instance if e.validator != "required" else None, reason))
+    return out
+
+
+def suggestion(name: object, known: Any) -> str:
+    """The nearest of ``known`` to a misspelt ``name`` ("" when none is near)."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return close[0] if close else ""
+
+
+def unknown(field: str, name: object, known: Any, what: str = "unknown field") -> FieldError:
+    """One unknown name, with the nearest known one when there is one."""
+    near = suggestion(name, known)
+    hint = f"; did you mean `{near}`?" if near else f"; known: {', '.join(sorted(map(str, known)))}"
+    return FieldError.of(field, NOT_SHOWN, f"{what}{hint}", near)
+
+
+def unknown_fields(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Every field of ``obj`` the CRD's schema does not declare (the API server would drop it)."""
+    out: list[FieldError] = []
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping):
+        out += [unknown(child_path("metadata", str(k)), k, OBJECT_META) for k in meta if k not in OBJECT_META]
+    stack: list[tuple[str, Any, Mapping[str, Any]]] = [("", obj, schema())]
+    while stack:
+        path, value, s = stack.pop()
+        if isinstance(value, list) and isinstance(s.get("items"), Mapping):
+            stack.extend((child_path(path, i), item, s["items"]) for i, item in enumerate(value))
+        if not isinstance(value, Mapping) or s.get("x-kubernetes-preserve-unknown-fields"):
+            continue
+        props, extra = s.get("properties"), s.get("additionalProperties")
+        for key, item in value.items():
+            at = child_path(path, str(key))
+            if isinstance(props, Mapping) and key in props:
+                stack.append((at, item, props[key]))
+            elif isinstance(extra, Mapping):
+                stack.append((at, item, extra))
+            elif isinstance(props, Mapping) and extra is None:
+                out.append(unknown(at, key, props))
+    return sorted(out, key=lambda f: f.field)
