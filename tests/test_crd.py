@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from alert_rules import durations
+from route_monitor import crdschema
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
 
 CRD = yaml.safe_load((ROOT / "crds" / "routemonitor.yaml").read_text())
@@ -97,6 +98,15 @@ def test_duration_pattern_is_the_one_the_generator_parses() -> None:
     assert probe["interval"]["pattern"] == durations.PATTERN
     assert probe["warmup"]["pattern"] == durations.PATTERN
     assert re.fullmatch(durations.PATTERN, "1h30m") and not re.fullmatch(durations.PATTERN, "30 seconds")
+
+
+def test_the_package_carries_this_crd_for_check() -> None:
+    """``check`` validates against the copy in the package (it ships in the wheel); keep them equal:
+    ``cp crds/routemonitor.yaml route_monitor/crds/``."""
+    packaged = ROOT / "route_monitor" / "crds" / "routemonitor.yaml"
+    assert packaged.read_bytes() == (ROOT / "crds" / "routemonitor.yaml").read_bytes(), \
+        "cp crds/routemonitor.yaml route_monitor/crds/routemonitor.yaml"
+    assert crdschema.schema() == SCHEMA
 
 
 def test_printer_columns_short_name_and_status_subresource() -> None:
