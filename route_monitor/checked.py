@@ -17,6 +17,7 @@ and a field the user misspelt is not also reported missing: ``availabilty`` is o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,20 +31,36 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.startswith((f"{b}.", f"{b}[")) or b.startswith((f"{a}.", f"{a}["))
 
 
-def _meant(unknown: Iterable[FieldError]) -> set[str]:
-    """The fields the misspelt ones were meant to be (``spec.slo.availabilty`` -> ``spec.slo.availability``)."""
+def _present(obj: Any, field: str) -> bool:
+    """Whether ``field`` (``spec.probe.tls.insecureSkipVerify``, ``spec.maintenance[0].timeZone``) is set in ``obj``."""
+    node = obj
+    for part in re.findall(r"[^.\[\]]+", field):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, Mapping) and part in node:
+            node = node[part]
+        else:
+            return False
+    return True
+
+
+def _meant(obj: Mapping[str, Any], unknown: Iterable[FieldError]) -> set[str]:
+    """The fields misspelt ones were meant to be, when those are not set
+    (``spec.slo.availabilty`` -> ``spec.slo.availability``), and the mappings that hold them."""
     out = set()
     for f in unknown:
-        if f.suggestion:
-            parent = f.field[:len(f.field) - len(f.field.rsplit(".", 1)[-1])].rstrip(".")
-            out.add(f"{parent}.{f.suggestion}" if parent else f.suggestion)
+        parent = f.field[:len(f.field) - len(f.field.rsplit(".", 1)[-1])].rstrip(".")
+        meant = f"{parent}.{f.suggestion}" if parent else f.suggestion
+        if f.suggestion and not _present(obj, meant):
+            out |= {meant, parent}
     return out
 
 
 def errors(obj: Mapping[str, Any], parse_errors: Iterable[FieldError]) -> list[FieldError]:
-    """Unknown fields, then the parser's errors, then what only the schema refuses."""
+    """Unknown fields, then the parser's errors, then what only the schema refuses; an error a
+    misspelt field explains (the field it meant is missing, its mapping lacks a field) is left out."""
     unknown = crdschema.unknown_fields(obj)
-    meant = _meant(unknown)
+    meant = _meant(obj, unknown)
     parsed = [f for f in parse_errors if f.field not in meant]
     schema = [f for f in crdschema.schema_errors(obj)
               if f.field not in meant and not any(_related(f.field, p.field) for p in parsed)]

@@ -194,7 +194,10 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         try:
             spec: MonitorSpec = parse()
         except InvalidSpec as e:
-            out.problems.extend(field_errors(m, e))
+            meant = vet.meant_annotations(m.obj)  # a misspelt annotation is one error, not also the one it lacks
+            kept = [f for f in e.errors if f.field not in meant]
+            if kept:
+                out.problems.extend(field_errors(m, InvalidSpec.of(kept, e.omitted)))
             continue
         if spec.key in out.sources:
             first = by_source[out.sources[spec.key]]

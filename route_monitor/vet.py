@@ -47,6 +47,13 @@ def unknown_annotations(obj: Mapping[str, Any]) -> list[FieldError]:
             for k in _ours(obj) if k not in KNOWN_ANNOTATIONS]
 
 
+def meant_annotations(obj: Mapping[str, Any]) -> set[str]:
+    """The fields (``metadata.annotations[...]``) of known annotations that misspelt ones were
+    meant to be, when those are not set: an error about one of them is the misspelling's."""
+    present = _annotations(obj)
+    return {_field(f.suggestion) for f in unknown_annotations(obj) if f.suggestion and f.suggestion not in present}
+
+
 def _read_list() -> str:
     return ", ".join(f"{kind} ({api})" for kind, api in READ.items())
 

@@ -126,8 +126,9 @@ def _ref(node: yaml.Node | None) -> str:
     return f"{kind}/{namespace}/{name}" if kind and name else ""
 
 
-def _syntax(e: yaml.YAMLError, text: str) -> tuple[int, str]:
-    """(0-based line, message) of a syntax error, the same words from either loader."""
+def _syntax(e: yaml.YAMLError, text: str, offset: int) -> tuple[int, str]:
+    """(0-based line in ``text``, message) of a syntax error, as alike from either loader as can be;
+    ``text`` starts on line ``offset`` of the file."""
     if isinstance(e, yaml.reader.ReaderError):
         return text.count("\n", 0, e.position), f"not valid YAML: {e.reason} (character {e.character!r})"
     problem, context = str(getattr(e, "problem", "") or e), getattr(e, "context", None) or ""
@@ -143,6 +144,9 @@ def _syntax(e: yaml.YAMLError, text: str) -> tuple[int, str]:
     alias = re.match(r"\*([^\s,\[\]{}]+)", at)
     if "undefined alias" in problem and alias:
         return line, f"not valid YAML: unknown alias *{alias[1]} (no anchor &{alias[1]} before it in this document)"
+    opened = getattr(e, "context_mark", None)
+    if context and opened is not None and opened.line != line:
+        context += f" (opened on line {offset + opened.line + 1})"  # where an unclosed quote or bracket may be
     return line, f"not valid YAML: {context} {problem}".replace("  ", " ")
 
 
@@ -170,7 +174,7 @@ def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors:
                 continue
             docs.append(Document(loader.construct_document(node), node, offset))
     except yaml.YAMLError as e:
-        line, message = _syntax(e, text)
+        line, message = _syntax(e, text, offset)
         errors.append(ReadError(file, offset + line + 1, bounded(message, MAX_MESSAGE)))
     except _Unbuildable as e:
         line, field, message = _unbuildable(e, node)
