@@ -130,7 +130,8 @@ def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys:
 
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
     "route-host-list", "service-ports-scalar", "service-port-string", "ingress-host-list",
-    "routemonitor-to-route-host-mapping", "metadata-address", "broken-ipv6")])
+    "routemonitor-to-route-host-mapping", "metadata-address", "broken-ipv6", "nested-1500", "reader-error-one-line",
+    "timestamp-feb-31")])
 def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
         tmp_path: Path, content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)

@@ -14,6 +14,7 @@ PrometheusRule, as a real kube-apiserver (1.20) applies them:
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import yaml
 from alert_rules import durations
 from route_monitor import crdschema
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
+from tests.support.net import wait_for
 
 CRD = yaml.safe_load((ROOT / "crds" / "routemonitor.yaml").read_text())
 VERSION = CRD["spec"]["versions"][0]
@@ -241,3 +243,19 @@ def test_examples_are_routemonitors_the_crd_names() -> None:
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and doc.get("kind") == "RouteMonitor":
                 assert doc["apiVersion"] == f"{CRD['spec']['group']}/{VERSION['name']}", path
+
+
+@pytest.mark.cluster
+def test_the_schema_kubectl_validates_with_knows_every_field_and_keeps_none_unknown(cluster: Cluster) -> None:
+    """The API server prunes a field the schema does not declare; kubectl refuses it before that
+    with the schema the API server publishes (client-side validation, or server-side field
+    validation from 1.25): so that schema must declare every field and preserve none unknown."""
+    def published() -> dict[str, Any]:
+        found: dict[str, Any] = api(cluster, "GET", "/openapi/v2").json()["definitions"]
+        return found
+    wait_for(lambda: "io.routemonitor.v1alpha1.RouteMonitor" in published(), timeout=30,
+             what="the RouteMonitor schema in the published OpenAPI")
+    spec = published()["io.routemonitor.v1alpha1.RouteMonitor"]["properties"]["spec"]
+    assert set(spec["properties"]) == set(SCHEMA["properties"]["spec"]["properties"])
+    assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(spec)
+    assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(SCHEMA)
