@@ -5,8 +5,9 @@ validated against the schema of the CRD this package ships (``route_monitor/crds
 ``crds/routemonitor.yaml`` kept equal by a test) with the ``jsonschema`` library, not a second
 hand-written copy of the rules. Where OpenAPI and JSON Schema differ, the schema is translated
 once: ``x-kubernetes-int-or-string`` becomes "an integer or a string", ``format: date-time``
-is checked as the API server's ``strfmt`` checks it, and ``status`` is left out (the API server
-resets it on create).
+is checked as the API server's ``strfmt`` checks it, ``status`` is left out (the API server
+resets it on create), and a reference under ``spec.probe`` may name a ``dir`` of files instead of
+a ``name`` (``standalone``'s credentials from files; the API server refuses such a manifest).
 
 The API server prunes a field the schema does not declare; :func:`unknown_fields` names each
 one instead (with the nearest declared name), walking the same schema, so a field added to the
@@ -61,10 +62,35 @@ def _translate(node: Any) -> Any:
 
 @cache
 def schema() -> Mapping[str, Any]:
-    """The served version's ``openAPIV3Schema`` (status included: :func:`unknown_fields` knows it)."""
+    """The served version's ``openAPIV3Schema``, as in the CRD."""
     version = next(v for v in crd()["spec"]["versions"] if v["name"] == names.VERSION)
     found: Mapping[str, Any] = version["schema"]["openAPIV3Schema"]
     return found
+
+
+def _with_dir(node: Any, under_probe: bool = False) -> Any:
+    """Files only: a reference under ``spec.probe`` (a Secret's, a ConfigMap's) may name a ``dir``
+    instead of a ``name`` (:mod:`route_monitor.filecreds`: ``standalone`` reads credentials from
+    files). Such a manifest is for ``standalone``: the API server refuses it, the parser says so."""
+    if isinstance(node, list):
+        return [_with_dir(n, under_probe) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _with_dir(v, under_probe or k == "probe") for k, v in node.items()}
+    props = out.get("properties")
+    if under_probe and isinstance(props, dict) and out.get("required") == ["name"] and "name" in props:
+        out["properties"] = {**props, "dir": {"type": "string", "minLength": 1}}
+        del out["required"]
+        out["anyOf"] = [{"required": ["name"]}, {"required": ["dir"]}]
+    return out
+
+
+@cache
+def files_schema() -> Mapping[str, Any]:
+    """:func:`schema` in JSON Schema words (``x-kubernetes-int-or-string``), with the ``dir`` of
+    files (:func:`_with_dir`): what ``check`` applies to a manifest."""
+    translated: Mapping[str, Any] = _with_dir(_translate(copy.deepcopy(dict(schema()))))
+    return translated
 
 
 def is_date_time(value: object) -> bool:
@@ -88,9 +114,9 @@ _FORMATS.checks("date-time")(is_date_time)
 
 @cache
 def _validator() -> Any:
-    translated = _translate(copy.deepcopy(dict(schema())))
-    translated["properties"].pop("status", None)
-    return jsonschema.Draft4Validator(translated, format_checker=_FORMATS)
+    applied = {**files_schema(), "properties": {k: v for k, v in files_schema()["properties"].items()
+                                                 if k != "status"}}  # reset by the API server on create
+    return jsonschema.Draft4Validator(applied, format_checker=_FORMATS)
 
 
 def _path(parts: Iterator[Any]) -> str:
@@ -169,7 +195,8 @@ def unknown_fields(obj: Mapping[str, Any]) -> list[FieldError]:
     meta = obj.get("metadata")
     if isinstance(meta, Mapping):
         out += [unknown(child_path("metadata", str(k)), k, OBJECT_META) for k in meta if k not in OBJECT_META]
-    stack: list[tuple[str, Any, Mapping[str, Any]]] = [("", obj, schema())]
+    stack: list[tuple[str, Any, Mapping[str, Any]]] = [("", {k: v for k, v in obj.items() if k != "status"},
+                                                        files_schema())]
     while stack:
         path, value, s = stack.pop()
         if isinstance(value, list) and isinstance(s.get("items"), Mapping):
