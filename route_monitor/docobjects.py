@@ -48,7 +48,7 @@ def objects_of(doc: Document, source: str) -> Iterator[Part]:
         return
     for j, item in enumerate(items):
         if isinstance(item, Mapping):
-            yield _checked(f"{source}.items[{j}]", doc.item("items", j, item))
+            yield _checked(f"{source}.items[{j}]", doc.item_of(j, item))
         else:
             yield Part(f"{source}.items[{j}]", doc, None, f"items[{j}]", f"expected a Kubernetes object "
                        f"(a mapping), got {echo(item)}")

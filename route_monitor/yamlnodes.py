@@ -65,17 +65,27 @@ def walk(root: yaml.Node) -> Iterator[tuple[str, yaml.Node]]:
 
 
 def duplicate_key(root: yaml.Node) -> Duplicate | None:
-    for path, node in walk(root):
-        if not isinstance(node, yaml.MappingNode):
+    """The first key written twice in one mapping (paths are built only for the one found)."""
+    seen: set[int] = set()
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
             continue
-        first: dict[tuple[str, str], int] = {}
-        for k, _ in node.value:
-            if not isinstance(k, yaml.ScalarNode) or k.tag == MERGE_TAG:
-                continue
-            ident = (k.tag, k.value)
-            if ident in first:
-                return Duplicate(child_path(path, k.value), k.start_mark.line, first[ident])
-            first[ident] = k.start_mark.line
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for k, v in node.value:
+                stack.append(v)
+                if not isinstance(k, yaml.ScalarNode) or k.tag == MERGE_TAG:
+                    stack.append(k)
+                    continue
+                ident = (k.tag, k.value)
+                if ident in first:
+                    return Duplicate(child_path(path_to(root, node), k.value), k.start_mark.line, first[ident])
+                first[ident] = k.start_mark.line
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
     return None
 
 

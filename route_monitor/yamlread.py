@@ -18,7 +18,8 @@ ten times faster on thousands of objects) when PyYAML has it, else the pure-Pyth
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,26 +79,60 @@ class ReadError:
 
 @dataclass(frozen=True)
 class Document:
-    """One parsed document (or one item of a ``kind: List``) and where it is in its file."""
+    """One parsed document (or one item of a ``kind: List``) and where it is in its file.
+
+    Its node tree is not kept (about 13 KiB a small object): the lines of its fields are found
+    again, when a problem names one, by composing its part of the file anew (:func:`_nodes`)."""
 
     data: Any
-    node: yaml.Node
+    text: str
+    """The part of the file (between document markers) the document was read from."""
     offset: int
-    """0-based line in the file of the text the node's marks count from."""
+    """0-based line in the file where ``text`` starts."""
+    index: int = 0
+    """Which document of ``text`` (a ``--- {...}`` line starts another one within it)."""
+    item: int | None = None
+    """For an item of a ``kind: List``: its index in ``items``."""
+    start: int = 0
+    """0-based line of the document (or item) in ``text``."""
 
     @property
     def line(self) -> int:
-        return self.offset + self.node.start_mark.line + 1
+        return self.offset + self.start + 1
+
+    def _node(self) -> yaml.Node | None:
+        nodes = _nodes(self.text)
+        node = nodes[self.index] if self.index < len(nodes) else None
+        if node is not None and self.item is not None:
+            seq = next((v for k, v in getattr(node, "value", ()) if yamlnodes.key_text(k) == "items"), None)
+            node = seq.value[self.item] if isinstance(seq, yaml.SequenceNode) and self.item < len(seq.value) else None
+        return node
 
     def line_of(self, field: str) -> int:
         """The 1-based line of ``field`` (``spec.probe.interval``), or of the nearest part of it written."""
-        return self.offset + yamlnodes.line_of(self.node, field) + 1
+        node = self._node()
+        return self.line if node is None else self.offset + yamlnodes.line_of(node, field) + 1
 
-    def item(self, key: str, index: int, data: Any) -> Document:
-        """The document of ``data``, the ``index``-th item under ``key`` (a ``kind: List``'s ``items``)."""
-        seq = next((v for k, v in getattr(self.node, "value", ()) if yamlnodes.key_text(k) == key), None)
-        node = seq.value[index] if isinstance(seq, yaml.SequenceNode) and index < len(seq.value) else self.node
-        return Document(data, node, self.offset)
+    def item_of(self, index: int, data: Any) -> Document:
+        """The document of ``data``, the ``index``-th of this one's ``items`` (a ``kind: List``)."""
+        item = replace(self, data=data, item=index)
+        node = item._node()
+        return replace(item, start=node.start_mark.line) if node is not None else item
+
+
+@lru_cache(maxsize=8)
+def _nodes(text: str) -> tuple[yaml.Node, ...]:
+    """The node trees of ``text``'s documents (those before a syntax error, if any)."""
+    loader = Loader(text)
+    out: list[yaml.Node] = []
+    try:
+        while loader.check_node():
+            out.append(loader.get_node())
+    except (yaml.YAMLError, RecursionError):
+        pass
+    finally:
+        loader.dispose()
+    return tuple(out)
 
 
 def _chunks(text: str) -> list[tuple[int, str]]:
@@ -163,16 +198,17 @@ def _unbuildable(e: _Unbuildable, root: yaml.Node | None) -> tuple[int, str, str
 def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors: list[ReadError]) -> None:
     loader = Loader(text)
     node: yaml.Node | None = None
+    index = -1
     try:
         while loader.check_node():
-            node = loader.get_node()
+            node, index = loader.get_node(), index + 1
             dup = yamlnodes.duplicate_key(node)
             if dup is not None:
                 errors.append(ReadError(file, offset + dup.line + 1, f"duplicate key: already set on line "
                                         f"{offset + dup.first_line + 1} (the API server refuses a key written "
                                         "twice)", dup.field, _ref(node)))
                 continue
-            docs.append(Document(loader.construct_document(node), node, offset))
+            docs.append(Document(loader.construct_document(node), text, offset, index, start=node.start_mark.line))
     except yaml.YAMLError as e:
         line, message = _syntax(e, text, offset)
         errors.append(ReadError(file, offset + line + 1, bounded(message, MAX_MESSAGE)))

@@ -90,6 +90,11 @@ CASES = [
     pytest.param(spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9'}\n  colour: blue\n"),
                  ["m.yaml:7: error: RouteMonitor/web/shop: spec.colour: unknown field; known: alerting, maintenance, "
                   "path, paused, probe, slo, target"], id="no-near-name-lists-the-known-ones"),
+    pytest.param("apiVersion: v1\nkind: List\nitems:\n- " + GOOD.replace("\n", "\n  ").rstrip() + "\n- " +
+                 spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9', perod: 30d}\n")
+                 .replace("\n", "\n  ").rstrip() + "\n",
+                 ["m.yaml:15: error: RouteMonitor/web/shop: spec.slo.perod: unknown field; did you mean `period`?"],
+                 id="in-a-list"),
     # --- annotations, kinds, versions ------------------------------------------------------------
     pytest.param(route("routemonitor.io/slo: '99.9'", "routemonitor.io/intreval: 1m",
                        "routemonitor.io/latency-threshhold: 300ms", "routemonitor.io/latency-slo: '99'"),
