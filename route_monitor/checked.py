@@ -3,7 +3,7 @@
 :func:`routemonitor` runs three passes over one object and raises one
 :class:`~alert_rules.fielderrors.InvalidSpec` with all they find:
 
-1. fields the CRD's schema does not declare (:func:`route_monitor.crdschema.unknown_fields`:
+1. fields the CRD's schema does not declare (:func:`route_monitor.unknownfields.unknown_fields`:
    the API server would drop them; ``alerts`` meant ``alerting``);
 2. the parser (:func:`route_monitor.spec.parse_routemonitor`: what the operator refuses, in
    its own words, e.g. a timeout longer than the interval);
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from alert_rules.fielderrors import FieldError, InvalidSpec
-from route_monitor import crdschema
+from route_monitor import crdschema, unknownfields
 from route_monitor.spec import MonitorSpec, parse_routemonitor
 
 
@@ -59,7 +59,7 @@ def _meant(obj: Mapping[str, Any], unknown: Iterable[FieldError]) -> set[str]:
 def errors(obj: Mapping[str, Any], parse_errors: Iterable[FieldError]) -> list[FieldError]:
     """Unknown fields, then the parser's errors, then what only the schema refuses; an error a
     misspelt field explains (the field it meant is missing, its mapping lacks a field) is left out."""
-    unknown = crdschema.unknown_fields(obj)
+    unknown = unknownfields.unknown_fields(obj)
     meant = _meant(obj, unknown)
     parsed = [f for f in parse_errors if f.field not in meant]
     schema = [f for f in crdschema.schema_errors(obj)

@@ -9,16 +9,14 @@ is checked as the API server's ``strfmt`` checks it, ``status`` is left out (the
 resets it on create), and a reference under ``spec.probe`` may name a ``dir`` of files instead of
 a ``name`` (``standalone``'s credentials from files; the API server refuses such a manifest).
 
-The API server prunes a field the schema does not declare; :func:`unknown_fields` names each
-one instead (with the nearest declared name), walking the same schema, so a field added to the
-CRD is known here at once.
+The API server prunes a field the schema does not declare; :mod:`route_monitor.unknownfields`
+names each one instead, walking :func:`files_schema`.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -29,13 +27,9 @@ import jsonschema
 import yaml
 
 from alert_rules import names
-from alert_rules.fielderrors import NOT_SHOWN, FieldError
+from alert_rules.fielderrors import FieldError
 from route_monitor.yamlnodes import child_path
 
-OBJECT_META = ("name", "namespace", "labels", "annotations", "generateName", "uid", "resourceVersion", "generation",
-               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
-               "finalizers", "managedFields", "selfLink", "clusterName")
-"""The fields of Kubernetes' ObjectMeta (``metadata``), which the CRD's schema leaves open."""
 _TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
 _TYPES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
           "array": "a list", "object": "a mapping"}
@@ -174,42 +168,3 @@ def schema_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         field, reason = _reason(e)
         out.append(FieldError.of(field, e.instance if e.validator != "required" else None, reason))
     return out
-
-
-def suggestion(name: object, known: Any) -> str:
-    """The nearest of ``known`` to a misspelt ``name`` ("" when none is near)."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
-    return close[0] if close else ""
-
-
-def unknown(field: str, name: object, known: Any, what: str = "unknown field") -> FieldError:
-    """One unknown name, with the nearest known one when there is one."""
-    near = suggestion(name, known)
-    hint = f"; did you mean `{near}`?" if near else f"; known: {', '.join(sorted(map(str, known)))}"
-    return FieldError.of(field, NOT_SHOWN, f"{what}{hint}", near)
-
-
-def unknown_fields(obj: Mapping[str, Any]) -> list[FieldError]:
-    """Every field of ``obj`` the CRD's schema does not declare (the API server would drop it)."""
-    out: list[FieldError] = []
-    meta = obj.get("metadata")
-    if isinstance(meta, Mapping):
-        out += [unknown(child_path("metadata", str(k)), k, OBJECT_META) for k in meta if k not in OBJECT_META]
-    stack: list[tuple[str, Any, Mapping[str, Any]]] = [("", {k: v for k, v in obj.items() if k != "status"},
-                                                        files_schema())]
-    while stack:
-        path, value, s = stack.pop()
-        if isinstance(value, list) and isinstance(s.get("items"), Mapping):
-            stack.extend((child_path(path, i), item, s["items"]) for i, item in enumerate(value))
-        if not isinstance(value, Mapping) or s.get("x-kubernetes-preserve-unknown-fields"):
-            continue
-        props, extra = s.get("properties"), s.get("additionalProperties")
-        for key, item in value.items():
-            at = child_path(path, str(key))
-            if isinstance(props, Mapping) and key in props:
-                stack.append((at, item, props[key]))
-            elif isinstance(extra, Mapping):
-                stack.append((at, item, extra))
-            elif isinstance(props, Mapping) and extra is None:
-                out.append(unknown(at, key, props))
-    return sorted(out, key=lambda f: f.field)

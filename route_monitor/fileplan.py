@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from alert_rules.tiles import DEFAULT_TILE_MS
-from route_monitor import filecreds, manifests, sources, urls
+from route_monitor import filecreds, manifestfindings, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import Manifest, ManifestError
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
@@ -113,7 +113,7 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     options = options or Options()
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
-    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found, options.tile_ms)])
+    out = Plan(problems=[*errors, *found.problems, *manifestfindings.finding_problems(loaded, found, options.tile_ms)])
     for p in found.problems:
         key = _key_of(p.ref)
         if key is not None and not p.warning:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from alert_rules import findings, names, tiles
+from alert_rules import names
 from alert_rules.fielderrors import FieldError
 from alert_rules.model import InvalidSpec
 from route_monitor import checked, docobjects, sources, vet, yamlread
-from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
+from route_monitor.annotations import annotations_of, is_opted_in, monitor_spec
 from route_monitor.sources import Key, key_of
 from route_monitor.spec import MonitorSpec, is_routemonitor
 
@@ -207,27 +207,4 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
         out.sources[spec.key] = m.source
         out.monitors.append(spec)
     out.monitors.sort(key=lambda s: s.key)
-    return out
-
-
-def finding_problems(docs: Iterable[Manifest], found: Collection,
-                     tile_ms: int = tiles.DEFAULT_TILE_MS) -> list[ManifestError]:
-    """What the rule generator finds about each monitor's objective (``alert_rules.findings``:
-    e.g. a page that can never fire), as problems naming the file, the object and the field
-    the user wrote: the annotation for monitors made from an annotated source. ``tile_ms``: the
-    rules' tile (``--tile``), which must hold enough of each monitor's probes."""
-    by_source = {d.source: d for d in docs}
-    out: list[ManifestError] = []
-    for spec in found.monitors:
-        source = found.sources.get(spec.key, "")
-        doc = by_source.get(source)
-        ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
-        annotated = doc is not None and doc.kind in sources.BY_KIND_NAME
-        for f in findings(spec.slo(tile_ms)):
-            annotation = annotation_for(f.field) if annotated else None
-            field_name = f"metadata.annotations[{annotation}]" if annotation else f.field
-            if doc is None:
-                out.append(ManifestError(source, ref, field_name, f.message, f.severity == "warning"))
-            else:
-                out.append(doc.problem(field_name, f.message, f.severity == "warning", f.suggestion))
     return out

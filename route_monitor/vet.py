@@ -19,7 +19,7 @@ from typing import Any
 
 from alert_rules import names
 from alert_rules.fielderrors import NOT_SHOWN, FieldError
-from route_monitor import crdschema, sources
+from route_monitor import sources, unknownfields
 
 KNOWN_ANNOTATIONS = frozenset(v for k, v in vars(names).items() if k.startswith("ANN_") and isinstance(v, str))
 ON_ROUTEMONITOR = frozenset({names.ANN_MAINTENANCE, names.ANN_PAUSED})
@@ -43,7 +43,7 @@ def _field(annotation: str) -> str:
 
 
 def unknown_annotations(obj: Mapping[str, Any]) -> list[FieldError]:
-    return [crdschema.unknown(_field(k), k, KNOWN_ANNOTATIONS, "unknown annotation")
+    return [unknownfields.unknown(_field(k), k, KNOWN_ANNOTATIONS, "unknown annotation")
             for k in _ours(obj) if k not in KNOWN_ANNOTATIONS]
 
 
@@ -68,7 +68,7 @@ def kind_problem(obj: Mapping[str, Any]) -> FieldError | None:
                              f"{api or 'no apiVersion'}; did you mean `{names.API_VERSION}`?", names.API_VERSION)
     if group != names.GROUP and not _ours(obj):
         return None
-    near = crdschema.suggestion(kind, READ)
+    near = unknownfields.suggestion(kind, READ)
     hint = f"did you mean `{near}`? " if near else ""
     return FieldError.of("kind", NOT_SHOWN, f"{kind or 'no kind'} ({api or 'no apiVersion'}) is not a kind "
                          f"route-monitor monitors; {hint}monitors are made from {_read_list()}", near)

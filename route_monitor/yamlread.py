@@ -17,7 +17,6 @@ ten times faster on thousands of objects) when PyYAML has it, else the pure-Pyth
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -25,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from alert_rules.fielderrors import bounded, echo
-from route_monitor import yamlnodes
+from alert_rules.fielderrors import bounded
+from route_monitor import yamlerrors, yamlnodes
 
 MAX_MESSAGE = 300
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -153,48 +152,6 @@ def _chunks(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _ref(node: yaml.Node | None) -> str:
-    if node is None:
-        return ""
-    kind, name = yamlnodes.scalar_at(node, "kind"), yamlnodes.scalar_at(node, "metadata", "name")
-    namespace = yamlnodes.scalar_at(node, "metadata", "namespace") or "default"
-    return f"{kind}/{namespace}/{name}" if kind and name else ""
-
-
-def _syntax(e: yaml.YAMLError, text: str, offset: int) -> tuple[int, str]:
-    """(0-based line in ``text``, message) of a syntax error, as alike from either loader as can be;
-    ``text`` starts on line ``offset`` of the file."""
-    if isinstance(e, yaml.reader.ReaderError):
-        return text.count("\n", 0, e.position), f"not valid YAML: {e.reason} (character {e.character!r})"
-    problem, context = str(getattr(e, "problem", "") or e), getattr(e, "context", None) or ""
-    mark = getattr(e, "problem_mark", None)
-    if "end of stream" in problem and getattr(e, "context_mark", None) is not None:
-        mark = e.context_mark  # type: ignore[attr-defined]  # where the unclosed thing opened
-    line = mark.line if mark is not None else 0
-    at = text[mark.index:mark.index + 80] if mark is not None else ""
-    if at.startswith("\t"):
-        return line, "not valid YAML: a tab character; YAML indents with spaces only"
-    if "nesting depth" in problem:
-        return line, "nested too deeply to read"
-    alias = re.match(r"\*([^\s,\[\]{}]+)", at)
-    if "undefined alias" in problem and alias:
-        return line, f"not valid YAML: unknown alias *{alias[1]} (no anchor &{alias[1]} before it in this document)"
-    opened = getattr(e, "context_mark", None)
-    if context and opened is not None and opened.line != line:
-        context += f" (opened on line {offset + opened.line + 1})"  # where an unclosed quote or bracket may be
-    return line, f"not valid YAML: {context} {problem}".replace("  ", " ")
-
-
-def _unbuildable(e: _Unbuildable, root: yaml.Node | None) -> tuple[int, str, str]:
-    """(0-based line, field, message) of a value that cannot be built."""
-    node = e.node
-    kind = str(node.tag).rsplit(":", 1)[-1]
-    field = yamlnodes.path_to(root, node) if root is not None else ""
-    detail = f" ({bounded(str(e.error), 120)})" if isinstance(e.error, (ValueError, OverflowError)) else ""
-    value = echo(node.value) if isinstance(node, yaml.ScalarNode) else f"a {type(node).__name__}"
-    return node.start_mark.line, field, f"a value cannot be read: {value} is not a valid !!{kind}{detail}"
-
-
 def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors: list[ReadError]) -> None:
     loader = Loader(text)
     node: yaml.Node | None = None
@@ -206,18 +163,18 @@ def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors:
             if dup is not None:
                 errors.append(ReadError(file, offset + dup.line + 1, f"duplicate key: already set on line "
                                         f"{offset + dup.first_line + 1} (the API server refuses a key written "
-                                        "twice)", dup.field, _ref(node)))
+                                        "twice)", dup.field, yamlerrors.ref_of(node)))
                 continue
             docs.append(Document(loader.construct_document(node), text, offset, index, start=node.start_mark.line))
     except yaml.YAMLError as e:
-        line, message = _syntax(e, text, offset)
+        line, message = yamlerrors.syntax(e, text, offset)
         errors.append(ReadError(file, offset + line + 1, bounded(message, MAX_MESSAGE)))
     except _Unbuildable as e:
-        line, field, message = _unbuildable(e, node)
-        errors.append(ReadError(file, offset + line + 1, bounded(message, MAX_MESSAGE), field, _ref(node)))
+        line, field, message = yamlerrors.unbuildable(e.node, e.error, node)
+        errors.append(ReadError(file, offset + line + 1, bounded(message, MAX_MESSAGE), field, yamlerrors.ref_of(node)))
     except RecursionError:
         line = node.start_mark.line if node is not None else 0
-        errors.append(ReadError(file, offset + line + 1, "nested too deeply to read", "", _ref(node)))
+        errors.append(ReadError(file, offset + line + 1, "nested too deeply to read", "", yamlerrors.ref_of(node)))
     finally:
         loader.dispose()
 
