@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from route_monitor import yamlread
+from tests.support import standalone
 
 RUN = ("import sys; from route_monitor import yamlread; yamlread.Loader = yamlread.LOADERS[sys.argv.pop(1)]; "
        "from route_monitor.cli import main; sys.exit(main(sys.argv[1:]))")
@@ -228,3 +229,16 @@ def test_rules_refuses_what_check_refuses_with_the_same_lines(tmp_path: Path, lo
             "a key written twice)")
     assert checked.returncode == rules.returncode == 1 and rules.stdout == ""
     assert checked.stderr.splitlines()[0] == line and rules.stderr.splitlines()[0] == line, rules.stderr
+
+
+def test_standalone_says_the_same_and_still_probes_a_monitor_with_an_unknown_annotation(tmp_path: Path) -> None:
+    """As the operator does (a Warning event, the monitor made from the known annotations):
+    the error line ``check`` prints, and the monitor runs."""
+    paused = GOOD.replace("namespace: web}", "namespace: web, annotations: {routemonitor.io/pasued: 'true'}}")
+    (tmp_path / "m.yaml").write_text(paused)
+    line = ("m.yaml:3: error: RouteMonitor/web/good: metadata.annotations[routemonitor.io/pasued]: unknown "
+            "annotation; did you mean `routemonitor.io/paused`?")
+    assert run(sorted(yamlread.LOADERS)[0], tmp_path, "check", "m.yaml").stderr.splitlines()[0] == line
+    with standalone.started(tmp_path) as lines:
+        assert any(f"{tmp_path}/{line}" in printed for printed in lines), "".join(lines)
+        assert any("monitoring web/good" in printed for printed in lines), "".join(lines)
