@@ -26,11 +26,15 @@ def ref_of(node: yaml.Node | None) -> str:
     return f"{kind}/{namespace}/{name}" if kind and name else ""
 
 
+def _code(character: object) -> int:
+    return character if isinstance(character, int) else ord(str(character)[:1] or "\0")
+
+
 def syntax(e: yaml.YAMLError, text: str, offset: int) -> tuple[int, str]:
     """(0-based line in ``text``, message) of a syntax error, as alike from either loader as can be;
     ``text`` starts on line ``offset`` of the file."""
     if isinstance(e, yaml.reader.ReaderError):
-        return text.count("\n", 0, e.position), f"not valid YAML: {e.reason} (character {e.character!r})"
+        return text.count("\n", 0, e.position), f"not valid YAML: {e.reason} (character U+{_code(e.character):04X})"
     problem, context = str(getattr(e, "problem", "") or e), getattr(e, "context", None) or ""
     mark = getattr(e, "problem_mark", None)
     if "end of stream" in problem and getattr(e, "context_mark", None) is not None:

@@ -122,15 +122,17 @@ class Document:
 @lru_cache(maxsize=8)
 def _nodes(text: str) -> tuple[yaml.Node, ...]:
     """The node trees of ``text``'s documents (those before a syntax error, if any)."""
-    loader = Loader(text)
     out: list[yaml.Node] = []
+    loader = None
     try:
+        loader = Loader(text)
         while loader.check_node():
             out.append(loader.get_node())
     except (yaml.YAMLError, RecursionError):
         pass
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return tuple(out)
 
 
@@ -153,10 +155,11 @@ def _chunks(text: str) -> list[tuple[int, str]]:
 
 
 def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors: list[ReadError]) -> None:
-    loader = Loader(text)
     node: yaml.Node | None = None
     index = -1
+    loader = None
     try:
+        loader = Loader(text)  # the pure-Python reader refuses control characters here already
         while loader.check_node():
             node, index = loader.get_node(), index + 1
             dup = yamlnodes.duplicate_key(node)
@@ -176,7 +179,8 @@ def _read_chunk(file: str, offset: int, text: str, docs: list[Document], errors:
         line = node.start_mark.line if node is not None else 0
         errors.append(ReadError(file, offset + line + 1, "nested too deeply to read", "", yamlerrors.ref_of(node)))
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_documents(path: Path) -> tuple[list[Document], list[ReadError]]:

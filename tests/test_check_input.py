@@ -173,6 +173,8 @@ BAD_DOCUMENTS = [
                  id="unclosed-quote-in-a-flow-mapping"),
     pytest.param("  target:\n\turl: https://shop.example\n",
                  "m.yaml:13: error: not valid YAML: a tab character; YAML indents with spaces only", id="tab"),
+    pytest.param("  target: {url: 'https://shop.example'}\n  path: \"/\x01\"\n",
+                 "m.yaml:13: error: not valid YAML: ", id="control-character"),
     pytest.param("  target: *nowhere\n",
                  "m.yaml:12: error: not valid YAML: unknown alias *nowhere (no anchor &nowhere before it in this "
                  "document)", id="unknown-alias"),
