@@ -25,6 +25,8 @@ MAX_ERRORS = 20
 """At most this many field errors per object; the rest are counted (:attr:`InvalidSpec.omitted`)."""
 MAX_MESSAGE = 900
 """``str(InvalidSpec)`` fits in this (a condition message, an Event's 1,024 characters with room to spare)."""
+NOT_SHOWN: Any = type("NotShown", (), {"__repr__": lambda self: "<not shown>"})()
+"""The value of a field error whose value says nothing (an unknown field: its name is the error)."""
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 """The fallback of a mapping field in error (parsers go on with it and raise before returning)."""
 
@@ -75,17 +77,24 @@ class FieldError:
     field: str
     value: object
     reason: str
+    suggestion: str = ""
+    """What the user probably meant (a field or annotation name, a value), also said in ``reason``."""
 
     @classmethod
-    def of(cls, field: str, value: object, reason: str) -> FieldError:
-        return cls(bounded(field, 200), value, bounded(reason, MAX_ECHO))
+    def of(cls, field: str, value: object, reason: str, suggestion: str = "") -> FieldError:
+        return cls(bounded(field, 200), value, bounded(reason, MAX_ECHO), bounded(suggestion, 200))
 
     @cached_property
     def got(self) -> str:
         return echo(self.value)
 
+    @property
+    def detail(self) -> str:
+        """The reason and, when it says something, the value: ``reason (got value)``."""
+        return self.reason if self.value is NOT_SHOWN else f"{self.reason} (got {self.got})"
+
     def __str__(self) -> str:
-        return f"{self.field}: {self.reason} (got {self.got})"
+        return f"{self.field}: {self.detail}"
 
 
 class InvalidSpec(ValueError):

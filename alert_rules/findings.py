@@ -36,6 +36,8 @@ class Finding:
     field: str
     """The manifest field to change, e.g. ``spec.slo.availability``."""
     message: str
+    suggestion: str = ""
+    """A value to write instead, when one is clear (also said in ``message``)."""
 
     def __str__(self) -> str:
         return f"{self.severity}: {self.field}: {self.message}"
@@ -49,23 +51,39 @@ def _fmt(ms: int) -> str:
     return durations.format_ms(max(1, ms))
 
 
+def _ratio_finding(sli: SLI) -> Finding | None:
+    """An objective below 1% is a ratio written where a percent belongs ("0.999" for 99.9%): one
+    error that says so, instead of one per alert that can then never fire."""
+    if sli.objective >= 1:
+        return None
+    meant = promql.number((sli.objective * 100).normalize())
+    return Finding("error", _objective_field(sli), f"{pct(sli.objective / 100)} is a ratio, not a percent: the "
+                   f"objective is written in percent; did you mean {meant}?", meant)
+
+
+def _joined(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _window_findings(slo: MonitorSLO, sli: SLI) -> list[Finding]:
     out: list[Finding] = []
     period = slo.objective.period_ms
     coarse: list[str] = []
+    too_long: list[str] = []
+    never: list[Finding] = []
+    ratio = _ratio_finding(sli)
     for w in enabled_windows(slo):
         pair = f"{w.long}/{w.short} {w.severity}"
         if w.long_ms > period:
-            out.append(Finding("error", "spec.slo.period", f"the {pair} window is longer than the "
-                               f"{_fmt(period)} SLO period; use a period of at least {w.long}"))
+            too_long.append(pair)
             continue
         t = trip(w, sli.budget, slo.interval_ms)
         if not t.possible:
             lowest = promql.number((Decimal(100) * (1 - 1 / w.factor)).quantize(Decimal("0.01"), ROUND_CEILING))
-            out.append(Finding("error", _objective_field(sli), (
+            never.append(Finding("error", _objective_field(sli), (
                 f"the {pair} can never fire: it needs more than {pct(t.threshold)} of probes to be bad "
                 f"({factor_text(w.factor)}x the {pct(sli.budget)} budget); use an objective above "
-                f"{lowest}% or set spec.alerting.{w.severity}: false")))
+                f"{lowest}% or set spec.alerting.{w.severity}: false"), str(lowest)))
             continue
         if w.factor < 1:
             out.append(Finding("warning", "spec.slo.period", (
@@ -77,6 +95,18 @@ def _window_findings(slo: MonitorSLO, sli: SLI) -> list[Finding]:
             remedy = f"probe every {_fmt(every)} or less for" if every else "lower the objective for"
             coarse.append(f"{w.long}/{w.short} needs 2 in {w.long}, a {promql.number(round(t.effective_factor, 1))}x "
                           f"burn instead of {factor_text(w.factor)}x ({remedy} {factor_text(w.factor)}x)")
+    if too_long and sli.kind == "availability":  # the period is one field: said once, not per SLI
+        windows = "window is" if len(too_long) == 1 else "windows are"
+        longest = max((w for w in enabled_windows(slo) if w.long_ms > period), key=lambda w: w.long_ms).long
+        out.insert(0, Finding("error", "spec.slo.period", f"the {_joined(too_long)} {windows} longer than the "
+                              f"{_fmt(period)} SLO period; use a period of at least {longest}", longest))
+    if ratio is not None:
+        out.insert(0, ratio)
+    elif never:
+        others = [f.message.split(" can never fire")[0].removeprefix("the ") for f in never[1:]]
+        first = never[0]
+        out.insert(0, first if not others else Finding(
+            "error", first.field, f"{first.message}; the {_joined(others)} can never fire either", first.suggestion))
     if coarse and slo.interval_ms <= MAX_INTERVAL_MS:
         out.append(Finding("warning", "spec.probe.interval", (
             f"at one probe every {_fmt(slo.interval_ms)}, a single bad probe already exceeds the {sli.kind} "

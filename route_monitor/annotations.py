@@ -14,6 +14,7 @@ from typing import Any
 
 from alert_rules import names
 from alert_rules.fielderrors import FieldError, InvalidSpec
+from route_monitor import checked
 from route_monitor.maintenance import annotation_items, as_annotation_error
 from route_monitor.sources import BY_KIND
 from route_monitor.spec import MonitorSpec, ServiceRef, parse_paused, parse_routemonitor
@@ -121,7 +122,7 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     }
     omitted = 0
     try:
-        parse_routemonitor(manifest)
+        checked.routemonitor(manifest)  # what the API server refuses too: the operator could not apply it
     except InvalidSpec as e:
         errors.extend(_as_annotation(error, ann) for error in e.errors)
         omitted = e.omitted

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from alert_rules.tiles import DEFAULT_TILE_MS
-from route_monitor import filecreds, manifests, sources, urls
+from route_monitor import filecreds, manifestfindings, manifests, sources, urls
 from route_monitor.credentials import CredentialError
-from route_monitor.manifests import ManifestError
+from route_monitor.manifests import Manifest, ManifestError
 from route_monitor.protocolspec import url_for
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.sources_fields import InvalidSource
@@ -45,7 +45,7 @@ class Plan:
     files: list[Path] = field(default_factory=list)
     """Credential files the monitors read (``route_monitor.filecreds``): a change reloads."""
     sources: dict[Key, str] = field(default_factory=dict)
-    """Monitor key -> the manifest it was read from (``path`` or ``path#N``)."""
+    """Monitor key -> the manifest it came from (``path``, ``path#N``)."""
     valid: list[MonitorSpec] = field(default_factory=list)
     """Every monitor without an error, in key order (what ``check`` explains): those in
     :attr:`monitors`, and with :attr:`Options.cluster_targets` those whose target is elsewhere."""
@@ -96,7 +96,7 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
     return sources.resolve_target(t, spec.namespace, spec.path, ctx)
 
 
-def _source_problems(e: InvalidSource, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
+def _source_problems(e: InvalidSource, doc: Manifest, found: manifests.Collection,
                      known: list[ManifestError]) -> list[ManifestError]:
     """One line per field of the wrong shape, on the object that has it (once, however many
     monitors read it), and for a RouteMonitor one on its ``spec.target`` naming that object."""
@@ -104,10 +104,10 @@ def _source_problems(e: InvalidSource, spec: MonitorSpec, source: str, ref: str,
     origin = found.origins.get((kind, (namespace, name)))
     lines = manifests.field_errors(origin, e) if origin is not None else []
     out = [line for line in lines if line not in known]
-    if origin is None or origin.source != source:
+    if origin is None or origin.source != doc.source:
         what = f"{sources.kind_name(kind)} {namespace}/{name}"
-        out.append(ManifestError(source, ref, "spec.target", f"InvalidSource: {what} has fields of the wrong "
-                                 f"shape ({', '.join(f.field for f in e.errors)})"))
+        out.append(doc.problem("spec.target", f"InvalidSource: {what} has fields of the wrong "
+                               f"shape ({', '.join(f.field for f in e.errors)})"))
     return out
 
 
@@ -120,39 +120,39 @@ def plan(paths: Iterable[str | Path], options: Options | None = None) -> Plan:
     options = options or Options()
     loaded, errors = manifests.load(paths)
     found = manifests.collect(loaded)
-    out = Plan(problems=[*errors, *found.problems, *manifests.finding_problems(loaded, found, options.tile_ms)],
+    out = Plan(problems=[*errors, *found.problems, *manifestfindings.finding_problems(loaded, found, options.tile_ms)],
                sources=dict(found.sources))
     for p in found.problems:
         key = _key_of(p.ref)
         if key is not None and not p.warning:
             out.failed.add(key)
     by_source = {m.source: m for m in loaded}
+    out.sources = dict(found.sources)
     for spec in found.monitors:
-        source = found.sources.get(spec.key, "")
-        doc = by_source.get(source)
-        _plan_one(out, spec, source, doc.ref if doc else spec.name, found, options)
+        _plan_one(out, spec, by_source[found.sources[spec.key]], found, options)
+    out.problems.sort(key=lambda p: (p.source, p.line or 0))
     return out
 
 
-def _plan_one(out: Plan, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,
-              options: Options) -> None:
+def _plan_one(out: Plan, spec: MonitorSpec, doc: Manifest, found: manifests.Collection, options: Options) -> None:
     """Resolve one monitor's target and read its credentials, with every problem of both."""
     problems: list[ManifestError] = []
+    source = doc.source
     target = None
     try:
         target = _resolve(spec, found, options)
     except TargetError as e:
         elsewhere = e.missing and options.cluster_targets
-        problems.append(ManifestError(source, ref, "spec.target", f"{e.reason}: {e.message}" +
-                                      (ELSEWHERE if elsewhere else ""), elsewhere))
+        problems.append(doc.problem("spec.target", f"{e.reason}: {e.message}" + (ELSEWHERE if elsewhere else ""),
+                                    elsewhere))
     except InvalidSource as e:
-        problems.extend(_source_problems(e, spec, source, ref, found, out.problems))
+        problems.extend(_source_problems(e, doc, found, out.problems))
     out.files.extend(filecreds.files_of(spec, source))
     credentials = None
     try:
         credentials = filecreds.read_files(spec, source)
     except CredentialError as e:
-        problems.append(ManifestError(source, ref, e.field, f"{e.reason}: {e.message}"))
+        problems.append(doc.problem(e.field, f"{e.reason}: {e.message}"))
     out.problems.extend(problems)
     if any(not p.warning for p in problems):
         out.failed.add(spec.key)

@@ -14,21 +14,50 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from alert_rules import findings, names, tiles
+from alert_rules import names
+from alert_rules.fielderrors import FieldError
 from alert_rules.model import InvalidSpec
-from route_monitor import sources, yamlread
-from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_spec
+from route_monitor import checked, docobjects, sources, vet, yamlread
+from route_monitor.annotations import annotations_of, is_opted_in, monitor_spec
 from route_monitor.sources import Key, key_of
-from route_monitor.spec import MonitorSpec, is_routemonitor, parse_routemonitor
+from route_monitor.spec import MonitorSpec, is_routemonitor
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True)
+class ManifestError:
+    """One problem, structured for any output: ``source`` is the file, ``line`` the line in it of
+    the field (or of the object when there is no field), ``ref`` the object (``Kind/ns/name``),
+    ``suggestion`` what the user probably meant (also said in ``message``)."""
+
+    source: str
+    ref: str
+    field: str
+    message: str
+    warning: bool = False
+    line: int | None = None
+    suggestion: str = ""
+
+    @property
+    def location(self) -> str:
+        return f"{self.source}:{self.line}" if self.line else self.source
+
+    def __str__(self) -> str:
+        level = "warning" if self.warning else "error"
+        where = f"{self.ref}: " if self.ref else ""
+        fld = f"{self.field}: " if self.field else ""
+        return f"{self.location}: {level}: {where}{fld}{self.message}"
+
+
+@dataclass(frozen=True)
 class Manifest:
     source: str
-    """``path`` or ``path#N`` for the N-th document of a multi-document file."""
+    """``path``, ``path#N`` for the N-th document of a multi-document file, ``path#N.items[j]``:
+    unique among everything read (problems name the file and the line instead)."""
     obj: Mapping[str, Any]
+    doc: yamlread.Document | None = None
+    file: str = ""
 
     @property
     def kind(self) -> str:
@@ -39,20 +68,14 @@ class Manifest:
         meta = self.obj.get("metadata") or {}
         return f"{self.kind}/{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
+    def problem(self, field: str, message: str, warning: bool = False, suggestion: str = "") -> ManifestError:
+        """A problem with ``field`` of this object, at the field's line in its file."""
+        line = None if self.doc is None else self.doc.line_of(field) if field else self.doc.line
+        return ManifestError(self.file or self.source.split("#", 1)[0], self.ref, field, message, warning, line,
+                             suggestion)
 
-@dataclass(frozen=True)
-class ManifestError:
-    source: str
-    ref: str
-    field: str
-    message: str
-    warning: bool = False
-
-    def __str__(self) -> str:
-        level = "warning" if self.warning else "error"
-        where = f"{self.ref}: " if self.ref else ""
-        fld = f"{self.field}: " if self.field else ""
-        return f"{self.source}: {level}: {where}{fld}{self.message}"
+    def field_problem(self, f: FieldError, warning: bool = False) -> ManifestError:
+        return self.problem(f.field, f.detail, warning, f.suggestion)
 
 
 @dataclass
@@ -83,22 +106,22 @@ def _files(paths: Iterable[str | Path]) -> Iterable[Path]:
 
 
 def load(paths: Iterable[str | Path]) -> tuple[list[Manifest], list[ManifestError]]:
+    """Every object of every document that parses, and a problem for each part that is not one."""
     manifests: list[Manifest] = []
     errors: list[ManifestError] = []
     for path in _files(paths):
-        docs, problem = yamlread.read_documents(path)
-        if problem is not None:
-            errors.append(ManifestError(problem.location, "", "", problem.message))
-            continue
-        multi = len(docs) > 1
+        docs, problems = yamlread.read_documents(path)
+        errors += [ManifestError(p.file, p.ref, p.field, p.message, line=p.line) for p in problems]
+        multi = len(docs) + len(problems) > 1
         for i, doc in enumerate(docs):
-            if doc is None:
+            if doc.data is None:
                 continue
-            for src, obj, why in yamlread.objects_of(doc, f"{path}#{i}" if multi else str(path)):
-                if obj is None:
-                    errors.append(ManifestError(src, "", "", why))
+            for part in docobjects.objects_of(doc, f"{path}#{i}" if multi else str(path)):
+                if part.obj is None:
+                    line = part.doc.line_of(part.field) if part.field else part.doc.line
+                    errors.append(ManifestError(str(path), "", part.field, part.problem, line=line))
                 else:
-                    manifests.append(Manifest(src, obj))
+                    manifests.append(Manifest(part.source, part.obj, part.doc, str(path)))
     return manifests, errors
 
 
@@ -122,10 +145,19 @@ def _annotated_spec(obj: Mapping[str, Any], kind: str) -> MonitorSpec:
 
 def field_errors(m: Manifest, e: InvalidSpec) -> list[ManifestError]:
     """One problem per field error of an invalid object (at most ``MAX_ERRORS``, then how many more)."""
-    out = [ManifestError(m.source, m.ref, f.field, f"{f.reason} (got {f.got})") for f in e.errors]
+    out = [m.field_problem(f) for f in e.errors]
     if e.omitted:
-        out.append(ManifestError(m.source, m.ref, "", f"{e.omitted} more field error(s) not shown"))
+        out.append(m.problem("", f"{e.omitted} more field error(s) not shown"))
     return out
+
+
+def vetted(m: Manifest) -> tuple[bool, list[ManifestError]]:
+    """(whether the object is read at all, what :mod:`route_monitor.vet` says about it)."""
+    kind = vet.kind_problem(m.obj)
+    if kind is not None:
+        return False, [m.field_problem(kind)]
+    return True, ([m.field_problem(f) for f in vet.unknown_annotations(m.obj)] +
+                  [m.field_problem(f, warning=True) for f in vet.ignored_annotations(m.obj)])
 
 
 def collect(manifests: Iterable[Manifest]) -> Collection:
@@ -134,6 +166,10 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
     annotated: dict[Key, dict[str, Manifest]] = {}
     explicit: list[Manifest] = []
     for m in manifests:
+        read, problems = vetted(m)
+        out.problems += problems
+        if not read:
+            continue
         if is_routemonitor(m.obj):
             explicit.append(m)
         elif m.kind in _READ_KINDS:
@@ -142,7 +178,7 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
             out.origins[(kind, key_of(m.obj))] = m
             if kind in sources.BY_KIND and is_opted_in(m.obj):
                 annotated.setdefault(key_of(m.obj), {})[kind] = m
-    candidates: list[tuple[Manifest, Any]] = [(m, lambda m=m: parse_routemonitor(m.obj)) for m in explicit]
+    candidates: list[tuple[Manifest, Any]] = [(m, lambda m=m: checked.routemonitor(m.obj)) for m in explicit]
     for by_kind in annotated.values():
         winner = sources.winner(by_kind)
         assert winner is not None
@@ -150,40 +186,25 @@ def collect(manifests: Iterable[Manifest]) -> Collection:
             if kind == winner.kind:
                 candidates.append((m, lambda m=m, kind=kind: _annotated_spec(m.obj, kind)))
                 continue
-            out.problems.append(ManifestError(
-                m.source, m.ref, "", f"{sources.article(winner.kind_name)} of the same name is also annotated: the "
+            out.problems.append(m.problem(
+                "", f"{sources.article(winner.kind_name)} of the same name is also annotated: the "
                 f"{winner.kind_name} is monitored, this {sources.BY_KIND[kind].kind_name} is not", True))
+    by_source = {m.source: m for m, _ in candidates}
     for m, parse in candidates:
         try:
             spec: MonitorSpec = parse()
         except InvalidSpec as e:
-            out.problems.extend(field_errors(m, e))
+            meant = vet.meant_annotations(m.obj)  # a misspelt annotation is one error, not also the one it lacks
+            kept = [f for f in e.errors if f.field not in meant]
+            if kept:
+                out.problems.extend(field_errors(m, InvalidSpec.of(kept, e.omitted)))
             continue
         if spec.key in out.sources:
-            out.problems.append(ManifestError(m.source, m.ref, "metadata.name", "a monitor of this name "
-                                              f"already comes from {out.sources[spec.key]}; this one is ignored"))
+            first = by_source[out.sources[spec.key]]
+            out.problems.append(m.problem("metadata.name", "a monitor of this name already comes from "
+                                          f"{first.problem('', '').location}; this one is ignored"))
             continue
         out.sources[spec.key] = m.source
         out.monitors.append(spec)
     out.monitors.sort(key=lambda s: s.key)
-    return out
-
-
-def finding_problems(docs: Iterable[Manifest], found: Collection,
-                     tile_ms: int = tiles.DEFAULT_TILE_MS) -> list[ManifestError]:
-    """What the rule generator finds about each monitor's objective (``alert_rules.findings``:
-    e.g. a page that can never fire), as problems naming the file, the object and the field
-    the user wrote: the annotation for monitors made from an annotated source. ``tile_ms``: the
-    rules' tile (``--tile``), which must hold enough of each monitor's probes."""
-    by_source = {d.source: d for d in docs}
-    out: list[ManifestError] = []
-    for spec in found.monitors:
-        source = found.sources.get(spec.key, "")
-        doc = by_source.get(source)
-        ref = doc.ref if doc else f"RouteMonitor/{spec.namespace}/{spec.name}"
-        annotated = doc is not None and doc.kind in sources.BY_KIND_NAME
-        for f in findings(spec.slo(tile_ms)):
-            annotation = annotation_for(f.field) if annotated else None
-            field_name = f"metadata.annotations[{annotation}]" if annotation else f.field
-            out.append(ManifestError(source, ref, field_name, f.message, f.severity == "warning"))
     return out

@@ -1,7 +1,9 @@
 """``route-monitor check`` on hostile files (issue 15): each class of bad input gives one
 bounded error line naming the file (and the object and field when there is one), exit 1, and
-never a traceback; a good monitor beside a bad object in the same file is still checked; and
-what ``check`` accepts, ``standalone`` starts (the same target resolution runs in both).
+never a traceback; a good monitor beside a bad object or a bad document in the same file is
+still checked, with either PyYAML loader (libyaml's refuses deep flow nesting, the pure-Python
+one runs out of stack); and what ``check`` accepts, ``standalone`` starts (the same target
+resolution runs in both).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from alert_rules import durations
+from route_monitor import yamlread
 from route_monitor.cli import main
 from tests.support import standalone
 
@@ -38,7 +41,7 @@ def nested(depth: int) -> str:
 CASES = [
     pytest.param(b"\xff\xfe bad bytes", "not UTF-8 text", id="not-utf8"),
     pytest.param(b"a: !!timestamp 2020-02-31\n", "a value cannot be read", id="timestamp-feb-31"),
-    pytest.param(b"a: 2020-99-99\n", "a value cannot be read", id="plain-bad-date"),
+    pytest.param(b"a: 2020-99-99\n", "nothing to monitor", id="plain-bad-date"),  # a string, as kubectl reads it
     pytest.param(b"a: !!float abc\n", "a value cannot be read", id="float-abc"),
     pytest.param(b"a: " + b"9" * 5000 + b"\n", "a value cannot be read", id="5000-digit-int"),
     pytest.param(b"a: [\n", "not valid YAML", id="reader-error-one-line"),
@@ -47,7 +50,7 @@ CASES = [
                  id="namespace-int"),
     pytest.param(rm(metadata="{name: bad, namespace: shop, annotations: 'routemonitor.io/slo: 99'}").encode(),
                  "metadata.annotations: expected a mapping", id="annotations-string"),
-    pytest.param(b"kind: List\nitems: [1, two]\n", "items[0]: error: expected a Kubernetes object", id="list-scalars"),
+    pytest.param(b"kind: List\nitems: [1, two]\n", "items[0]: expected a Kubernetes object", id="list-scalars"),
     pytest.param(b"kind: List\nitems: nope\n", "items: expected a list", id="list-items-scalar"),
     pytest.param(nested(1500).encode(), "", id="nested-1500"),
     pytest.param(rm(extra="  probe: {interval: " + "9" * 5000 + "s}\n").encode(), "spec.probe.interval",
@@ -85,6 +88,14 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=sorted(yamlread.LOADERS))
+def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each PyYAML loader in turn: libyaml's (when PyYAML has it) and the pure-Python one."""
+    monkeypatch.setattr(yamlread, "Loader", yamlread.LOADERS[request.param])
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("loader")
 @pytest.mark.parametrize(("content", "expected"), CASES)
 def test_check_reports_one_bounded_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes,
                                         expected: str) -> None:
@@ -104,7 +115,9 @@ def test_check_reports_one_bounded_line(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
     "metadata-scalar", "namespace-int", "annotations-string", "slash-in-name", "port-99999", "broken-ipv6",
     "no-host", "metadata-address", "bodyregex-list", "nested-1500", "route-host-list", "service-ports-scalar",
-    "service-port-string", "ingress-host-list", "httproute-hostnames-string", "routemonitor-to-route-host-mapping")])
+    "service-port-string", "ingress-host-list", "httproute-hostnames-string", "routemonitor-to-route-host-mapping",
+    "reader-error-one-line", "timestamp-feb-31", "float-abc", "5000-digit-int")])
+@pytest.mark.usefixtures("loader")
 def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)
@@ -117,7 +130,8 @@ def test_a_bad_object_does_not_hide_a_good_one_beside_it(tmp_path: Path, capsys:
 
 @pytest.mark.parametrize(("content", "expected"), [c for c in CASES if c.id in (
     "route-host-list", "service-ports-scalar", "service-port-string", "ingress-host-list",
-    "routemonitor-to-route-host-mapping", "metadata-address", "broken-ipv6")])
+    "routemonitor-to-route-host-mapping", "metadata-address", "broken-ipv6", "nested-1500", "reader-error-one-line",
+    "timestamp-feb-31")])
 def test_standalone_starts_with_the_good_monitor_beside_what_check_refused(
         tmp_path: Path, content: bytes, expected: str) -> None:
     (tmp_path / "both.yaml").write_bytes(GOOD.encode() + b"---\n" + content)

@@ -14,6 +14,7 @@ PrometheusRule, as a real kube-apiserver (1.20) applies them:
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ import pytest
 import yaml
 
 from alert_rules import durations
+from route_monitor import crdschema
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
+from tests.support.net import wait_for
 
 CRD = yaml.safe_load((ROOT / "crds" / "routemonitor.yaml").read_text())
 VERSION = CRD["spec"]["versions"][0]
@@ -97,6 +100,15 @@ def test_duration_pattern_is_the_one_the_generator_parses() -> None:
     assert probe["interval"]["pattern"] == durations.PATTERN
     assert probe["warmup"]["pattern"] == durations.PATTERN
     assert re.fullmatch(durations.PATTERN, "1h30m") and not re.fullmatch(durations.PATTERN, "30 seconds")
+
+
+def test_the_package_carries_this_crd_for_check() -> None:
+    """``check`` validates against the copy in the package (it ships in the wheel); keep them equal:
+    ``cp crds/routemonitor.yaml route_monitor/crds/``."""
+    packaged = ROOT / "route_monitor" / "crds" / "routemonitor.yaml"
+    assert packaged.read_bytes() == (ROOT / "crds" / "routemonitor.yaml").read_bytes(), \
+        "cp crds/routemonitor.yaml route_monitor/crds/routemonitor.yaml"
+    assert crdschema.schema() == SCHEMA
 
 
 def test_printer_columns_short_name_and_status_subresource() -> None:
@@ -234,3 +246,19 @@ def test_examples_are_routemonitors_the_crd_names() -> None:
                 assert doc["apiVersion"] == f"{CRD['spec']['group']}/{VERSION['name']}", path
                 checked += 1
     assert checked >= 1, "no RouteMonitor found in examples/"
+
+
+@pytest.mark.cluster
+def test_the_schema_kubectl_validates_with_knows_every_field_and_keeps_none_unknown(cluster: Cluster) -> None:
+    """The API server prunes a field the schema does not declare; kubectl refuses it before that
+    with the schema the API server publishes (client-side validation, or server-side field
+    validation from 1.25): so that schema must declare every field and preserve none unknown."""
+    def published() -> dict[str, Any]:
+        found: dict[str, Any] = api(cluster, "GET", "/openapi/v2").json()["definitions"]
+        return found
+    wait_for(lambda: "io.routemonitor.v1alpha1.RouteMonitor" in published(), timeout=30,
+             what="the RouteMonitor schema in the published OpenAPI")
+    spec = published()["io.routemonitor.v1alpha1.RouteMonitor"]["properties"]["spec"]
+    assert set(spec["properties"]) == set(SCHEMA["properties"]["spec"]["properties"])
+    assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(spec)
+    assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(SCHEMA)

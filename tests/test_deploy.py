@@ -161,6 +161,14 @@ def test_install_steps_give_a_working_route_monitor_in_a_fresh_venv(tmp_path: Pa
     done = subprocess.run([str(prefix / "bin" / "route-monitor"), "operator", "--help"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0 and "--allow-url-targets" in done.stdout, done.stderr
+    # the CRD check validates against ships in the package: a number where the schema says string
+    manifest = tmp_path / "rm.yaml"
+    manifest.write_text("apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: a, namespace: b}\n"
+                        "spec:\n  target: {url: 'https://a.example'}\n  slo: {availability: 99.9}\n")
+    done = subprocess.run([str(prefix / "bin" / "route-monitor"), "check", str(manifest)], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and f"{manifest}:6: error: RouteMonitor/b/a: spec.slo.availability: expected a " \
+        "string" in done.stderr, done.stderr
 
 
 # --- deploy/ ------------------------------------------------------------------------------------

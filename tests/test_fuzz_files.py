@@ -18,6 +18,7 @@ import yaml
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from route_monitor import yamlread
 from route_monitor.cli import main
 from tests.support.cluster import ROOT
 from tests.support.fuzzing import examples
@@ -69,9 +70,16 @@ def run(command: str, content: bytes) -> tuple[int, str]:
 
 
 @settings(max_examples=examples(150))
-@given(content=st.one_of(st.binary(max_size=400), mutated()), command=st.sampled_from(["check", "rules"]))
-def test_any_file_gives_an_exit_code_and_one_line_problems(content: bytes, command: str) -> None:
-    run(command, content)
+@given(content=st.one_of(st.binary(max_size=400), mutated()), command=st.sampled_from(["check", "rules"]),
+       loader=st.sampled_from(sorted(yamlread.LOADERS)))
+def test_any_file_gives_an_exit_code_and_one_line_problems(content: bytes, command: str, loader: str) -> None:
+    """With either PyYAML loader (libyaml's and the pure-Python one word errors differently)."""
+    default = yamlread.Loader
+    yamlread.Loader = yamlread.LOADERS[loader]
+    try:
+        run(command, content)
+    finally:
+        yamlread.Loader = default
 
 
 # Where target resolution reads a source object, and the shape each field must have.

@@ -181,6 +181,19 @@ def test_every_bad_annotation_is_named_in_one_warning_event(kube: Client, operat
     assert get(kube, RouteMonitor, "many", ns) is None
 
 
+def test_an_unknown_annotation_is_a_warning_event_with_a_suggestion_and_the_monitor_runs(
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
+    """``routemonitor.io/intreval`` (meant ``interval``) is not silently ignored: the Route gets
+    the words ``check`` prints, and the monitor its known annotations ask for is made."""
+    kube.create(route(ns, "typo", target.host, {**annotations(), "routemonitor.io/intreval": "10s"}))
+    wait_for(lambda: warnings_for(kube, ns, "Route", "typo", "UnknownAnnotation"), timeout=20,
+             what="a Warning event on the Route")
+    [message] = warnings_for(kube, ns, "Route", "typo", "UnknownAnnotation")
+    assert message == ("annotation routemonitor.io/intreval: unknown annotation; did you mean "
+                       "`routemonitor.io/interval`?; it is ignored"), message
+    wait_monitor(kube, ns, "typo", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
+
+
 def test_malformed_annotation_keeps_the_last_good_monitor(kube: Client, operator: Operator, ns: str,
                                                          target: Target) -> None:
     kube.create(route(ns, "keep", target.host, annotations(slo="99.5")))

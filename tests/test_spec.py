@@ -79,4 +79,4 @@ def test_route_wins_over_service_and_errors_stay_local() -> None:
     assert [(m.name, m.target.kind) for m in c.monitors] == [("web", "route")]
     assert any(p.warning and "Route of the same name" in p.message for p in c.problems)
     [err] = c.errors
-    assert err.source == "f.yaml#2" and "routemonitor.io/slo" in str(err)
+    assert (err.source, err.ref) == ("f.yaml", "Route/shop/bad") and "routemonitor.io/slo" in str(err)

@@ -5,12 +5,14 @@ SLO, URL, alerting, maintenance windows, request headers), and annotations likew
 that depends on a field in error is skipped instead of reporting noise; ``str()`` names every
 field in one bounded line and never echoes a secret; an object with very many bad fields keeps
 :data:`MAX_ERRORS` and counts the rest; ``route-monitor check`` (run as a user runs it) prints
-one line per field error, each naming the file, the object and the field, and counts them;
+one line per field error, each naming the file and the line in it, the object and the field, and
+counts them;
 ``standalone`` prints the same lines and runs the good monitor beside the bad one.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +159,9 @@ spec:
     expectedStatus: ["2xx", "700"]
   slo: {availability: "101"}
 """
+BAD_LINES = {"spec.target.url": 12, "spec.probe.interval": 14, "spec.probe.method": 15,
+             "spec.probe.expectedStatus[1]": 16, "spec.slo.availability": 17}
+"""The line in the file (GOOD, ``---``, BAD) of each bad field."""
 BAD_FIELDS = ("spec.target.url", "spec.probe.interval", "spec.probe.method", "spec.probe.expectedStatus[1]",
               "spec.slo.availability")
 
@@ -168,9 +173,10 @@ def test_check_prints_every_field_error_of_an_object_in_one_run(tmp_path: Path) 
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     errors = [line for line in run.stderr.splitlines() if ": error: " in line]
-    prefix = f"{path}#1: error: RouteMonitor/web/shop: "
-    assert all(line.startswith(prefix) for line in errors), run.stderr
-    assert sorted({line.removeprefix(prefix).split(": ")[0] for line in errors}) == sorted(BAD_FIELDS)
+    at = re.compile(rf"^{re.escape(str(path))}:(\d+): error: RouteMonitor/web/shop: ([^:]+): ")
+    assert all(at.match(line) for line in errors), run.stderr
+    assert sorted({at.match(line)[2] for line in errors}) == sorted(BAD_FIELDS)  # type: ignore[index]
+    assert {at.match(line)[2]: int(at.match(line)[1]) for line in errors} == BAD_LINES  # type: ignore[index]
     assert len(errors) == 6  # the URL has two: user info and the port
     assert run.stderr.splitlines()[-1] == "1 monitor(s), 6 error(s), 0 warning(s)"
     assert "hunter2" not in run.stderr + run.stdout
@@ -181,7 +187,7 @@ def test_standalone_prints_every_field_error_and_runs_the_good_monitor(tmp_path:
     path = tmp_path / "shop.yaml"
     path.write_text(GOOD + "---\n" + BAD)
     with standalone.started(tmp_path) as lines:
-        prefix = f"{path}#1: error: RouteMonitor/web/shop: "
-        errors = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
-        assert sorted({e.split(": ")[0] for e in errors}) == sorted(BAD_FIELDS), "".join(lines)
+        at = re.compile(rf"^{re.escape(str(path))}:\d+: error: RouteMonitor/web/shop: ([^:]+): ")
+        errors = [m[1] for line in lines if (m := at.match(line))]
+        assert sorted(set(errors)) == sorted(BAD_FIELDS), "".join(lines)
         assert any("monitoring web/good" in line for line in lines) and "hunter2" not in "".join(lines)

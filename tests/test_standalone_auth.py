@@ -61,7 +61,7 @@ def test_check_accepts_existing_folders_and_names_a_missing_file(tmp_path: Path)
     (tmp_path / "m.yaml").write_text(manifest("https://checkout.example/health", AUTH))
     code, _, err = run_check(tmp_path / "m.yaml")
     assert code == 1
-    assert f"{tmp_path / 'm.yaml'}: error: RouteMonitor/shop/checkout: spec.probe.auth.basic.secretRef.dir: " \
+    assert f"{tmp_path / 'm.yaml'}:6: error: RouteMonitor/shop/checkout: spec.probe.auth.basic.secretRef.dir: " \
            f"SecretNotFound: {tmp_path / 'creds/checkout/username'}: no such file" in err
     write_creds(tmp_path, PASSWORD)
     code, _, err = run_check(tmp_path / "m.yaml")

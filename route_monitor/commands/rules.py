@@ -27,7 +27,7 @@ from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_ru
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.render import to_yaml, with_header
 from alert_rules.tiles import DEFAULT_TILE_MS
-from route_monitor import cliargs, manifests
+from route_monitor import cliargs, fileplan, manifests
 from route_monitor.spec import MonitorSpec
 
 
@@ -58,12 +58,13 @@ class Loaded:
 
 
 def load(paths: Sequence[str], tile_ms: int = DEFAULT_TILE_MS) -> Loaded:
-    """Manifests -> monitors, with every problem: unreadable files, invalid specs, findings
-    (those for rules with ``tile_ms`` tiles)."""
-    docs, problems = manifests.load(paths)
-    coll = manifests.collect(docs)
-    problems = [*problems, *coll.problems, *manifests.finding_problems(docs, coll, tile_ms)]
-    return Loaded(coll.monitors, problems, coll.sources)
+    """Manifests -> monitors, with every problem: the one pass ``check`` makes
+    (:func:`route_monitor.fileplan.plan`: unreadable files, invalid specs, targets, credential
+    files, findings for rules with ``tile_ms`` tiles), so ``rules`` refuses what ``check`` refuses."""
+    planned = fileplan.plan(paths, fileplan.Options(cluster_targets=True, tile_ms=tile_ms))
+    valid = {spec.key for spec in planned.valid}
+    return Loaded(planned.valid, planned.problems,
+                  {key: source for key, source in planned.sources.items() if key in valid})
 
 
 def report(problems: Sequence[manifests.ManifestError], err: TextIO) -> None:

@@ -20,7 +20,7 @@ import alert_rules
 from alert_rules import fielderrors, names
 from alert_rules.fielderrors import InvalidSpec, bounded
 from alert_rules.model import RuleDefaults
-from route_monitor import resolve, sources
+from route_monitor import resolve, sources, vet
 from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
 from route_monitor.sources_fields import InvalidSource
@@ -97,9 +97,17 @@ def _same(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
             and [o.get("uid") for o in em.get("ownerReferences") or []] == [o["uid"] for o in dm["ownerReferences"]])
 
 
+def unknown_annotations(kind: str, obj: Mapping[str, Any]) -> list[WarningEvent]:
+    """One ``UnknownAnnotation`` event per ``routemonitor.io/`` annotation route-monitor does not
+    know, with the nearest known one (the words ``check`` prints)."""
+    return [WarningEvent(reference(kind, obj), "UnknownAnnotation",
+                         f"annotation {f.field.removeprefix('metadata.annotations[').removesuffix(']')}: {f.reason}; "
+                         "it is ignored") for f in vet.unknown_annotations(obj)]
+
+
 def plan_generated(world: World, key: Key) -> Generated:
-    opted_in = {s.kind: obj for s in sources.SOURCES
-                if (obj := world.lookup(s.kind, key)) is not None and is_opted_in(obj)}
+    found = {s.kind: obj for s in sources.SOURCES if (obj := world.lookup(s.kind, key)) is not None}
+    opted_in = {kind: obj for kind, obj in found.items() if is_opted_in(obj)}
     existing = world.monitors.get(key)
     winner = sources.winner(opted_in)
     warnings = [WarningEvent(reference(kind, obj), f"{winner.kind_name}TakesPrecedence",
@@ -107,6 +115,10 @@ def plan_generated(world: World, key: Key) -> Generated:
                              f"monitored, this {sources.BY_KIND[kind].kind_name}'s routemonitor.io annotations "
                              "are ignored")
                 for kind, obj in opted_in.items() if winner is not None and kind != winner.kind]
+    for kind, obj in found.items():
+        warnings += unknown_annotations(kind, obj)
+    if existing is not None and not _is_generated(existing):
+        warnings += unknown_annotations("routemonitor", existing)
     if winner is None:
         if existing is not None and _is_generated(existing) and _source_seen_without_annotation(world, key, existing):
             return Generated("delete", warnings=tuple(warnings))
