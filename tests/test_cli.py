@@ -162,7 +162,7 @@ def test_dash_reads_manifests_from_standard_input() -> None:
     rules = cli("rules", "-", stdin=GOOD)
     assert rules.returncode == 0 and "route-monitor/shop/web" in rules.stdout, rules.stderr
     bad = cli("check", "-", stdin=BAD)
-    assert bad.returncode == 1 and bad.stderr.startswith("/dev/stdin: error: RouteMonitor/shop/bad: "), bad.stderr
+    assert bad.returncode == 1 and bad.stderr.startswith("/dev/stdin:6: error: RouteMonitor/shop/bad: "), bad.stderr
 
 
 def test_standalone_refuses_dash_it_rereads_its_files() -> None:
