@@ -18,6 +18,7 @@ from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import ManifestError
+from route_monitor.paths import combine, url_paths
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.sources_fields import InvalidSource
 from route_monitor.spec import MonitorSpec, ServiceRef, UrlTarget
@@ -81,10 +82,11 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
         if override is not None:
-            return ResolvedTarget(resolve_url(UrlTarget(override), spec.path).url, "service", t.name)
+            url = resolve_url(UrlTarget(override), spec.path).url
+            return ResolvedTarget(url, "service", t.name, paths=combine(url_paths(url), spec.paths))
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
                           missing="is not in the given files", from_files=True)
-    return sources.resolve_target(t, spec.namespace, spec.path, ctx)
+    return sources.resolve_target(t, spec.namespace, spec.path, ctx, spec.paths)
 
 
 def _source_problems(e: InvalidSource, spec: MonitorSpec, source: str, ref: str, found: manifests.Collection,

@@ -31,6 +31,9 @@ class ResolvedTarget:
     credentials: Credentials | None = None
     """What ``spec.probe`` references (auth, CA, client certificate), once read; a rotation
     changes the target, so the probe engine picks it up like a URL change."""
+    paths: tuple[str, ...] = ()
+    """Contract 11: the shared components in front of the target (``router:default``, ``dns:cluster``,
+    the declared ones), sorted (:mod:`route_monitor.paths`); a change never touches the SLI counters."""
 
 
 class TargetError(Exception):

@@ -27,6 +27,7 @@ from alert_rules.model import (
     parse_percent,
 )
 from alert_rules.tiles import DEFAULT_TILE_MS
+from route_monitor import paths as paths_mod
 from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
@@ -118,6 +119,9 @@ class MonitorSpec:
     """Contract 9: every result is excluded (``spec.paused`` or ``routemonitor.io/paused: "true"``)."""
     created: float | None = None
     """``metadata.creationTimestamp`` (epoch seconds) when known: warm-up counts from it."""
+    paths: tuple[str, ...] = ()
+    """Contract 11: declared paths (``spec.paths`` and ``routemonitor.io/paths``); the operator adds
+    those it derives from the target (:mod:`route_monitor.paths`)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -191,6 +195,7 @@ def _target(value: object, field: str, c: Collect) -> Target:
 _FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))
 _NO_TARGET: Target = UrlTarget("")
 _NO_WINDOWS: tuple[Window, ...] = ()
+_NO_PATHS: tuple[str, ...] = ()
 """Fallbacks for fields in error: a parser goes on with them and raises before returning."""
 
 
@@ -280,11 +285,15 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
               f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
     annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), EMPTY)
     windows, paused = _maintenance(spec, annotations, c)
+    declared = paths_mod.parse_declared(spec.get("paths"), "spec.paths", c)
+    if names.ANN_PATHS in annotations:
+        declared += c.get(lambda: tuple(paths_mod.annotation_items(
+            annotations[names.ANN_PATHS], f"metadata.annotations[{names.ANN_PATHS}]")), _NO_PATHS)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
         namespace=namespace, name=name, target=target, path=path, probe=shared(probe), objective=shared(objective),
         alerting=shared(c.get(lambda: parse_alerting(spec.get("alerting")), Alerting())), maintenance=windows,
-        paused=paused,
+        paused=paused, paths=paths_mod.combine(declared),
         created=None if created is None else c.get(lambda: parse_instant(created, "metadata.creationTimestamp"),
                                                    None),
     )

@@ -136,7 +136,7 @@ class ProbeEngine:
         if old is not None and old.ticker is not None:
             old.ticker.stop()
         latency = spec.objective.latency
-        series = self.metrics.add(key, TargetInfo(target.url, target.kind, target.name),
+        series = self.metrics.add(key, TargetInfo(target.url, target.kind, target.name, target.paths),
                                   latency.threshold_seconds if latency else None)
         interval = spec.probe.interval_ms / 1000
         worker = _Worker(spec, target, self.prober.request(key, target.url, spec.probe, target.credentials), series,

@@ -46,6 +46,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
     excluded = _family(names.PROBES_EXCLUDED_TOTAL, "counter", helps[names.PROBES_EXCLUDED_TOTAL])
     maintenance = _family(names.MAINTENANCE, "gauge", helps[names.MAINTENANCE])
+    path_info = _family(names.MONITOR_PATH_INFO, "gauge", helps[names.MONITOR_PATH_INFO])
     p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
     for s in series:
         ident = s.ident
@@ -68,7 +69,9 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
         for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
             excluded.append(f'{names.PROBES_EXCLUDED_TOTAL}{{{ident},reason="{why.value}"}} {n}.0')
         maintenance.append(f"{names.MAINTENANCE}{{{ident}}} {s.maintenance}.0")
+        for path in s.info.paths:  # paths match a pattern that needs no escape
+            path_info.append(f'{names.MONITOR_PATH_INFO}{{{ident},{names.LABEL_PATH}="{path}"}} 1.0')
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
     return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance,
-                      *flight]) + "\n"
+                      *path_info, *flight]) + "\n"

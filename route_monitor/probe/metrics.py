@@ -48,6 +48,7 @@ HELP = {
     names.PROBES_IN_FLIGHT: "Probes running right now",
     names.PROBES_EXCLUDED_TOTAL: "Probes whose result did not count in the SLO, by reason",
     names.MAINTENANCE: "1 while the monitor is in a maintenance window or paused, else 0",
+    names.MONITOR_PATH_INFO: "A shared component between the prober and the monitor's target (always 1)",
 }
 
 
@@ -67,6 +68,8 @@ class TargetInfo:
     url: str
     kind: str
     name: str
+    paths: tuple[str, ...] = ()
+    """Contract 11: one ``route_monitor_monitor_path_info`` series each (not SLI labels)."""
 
 
 class Hist:
@@ -225,6 +228,8 @@ class _Collector:
         excluded = CounterMetricFamily(names.PROBES_EXCLUDED_TOTAL, HELP[names.PROBES_EXCLUDED_TOTAL],
                                        labels=[*ident, names.LABEL_REASON])
         maintenance = GaugeMetricFamily(names.MAINTENANCE, HELP[names.MAINTENANCE], labels=ident)
+        path_info = GaugeMetricFamily(names.MONITOR_PATH_INFO, HELP[names.MONITOR_PATH_INFO],
+                                      labels=[*ident, names.LABEL_PATH])
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
@@ -247,4 +252,6 @@ class _Collector:
             for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
                 excluded.add_metric([ns, mon, why.value], n)
             maintenance.add_metric([ns, mon], s.maintenance)
-        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, in_flight)
+            for path in s.info.paths:
+                path_info.add_metric([ns, mon, path], 1)
+        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, path_info, in_flight)
