@@ -8,10 +8,11 @@ import importlib
 import re
 import sys
 from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
 
 import prometheus_client
 
-from alert_rules import tiles
+from alert_rules import durations, tiles
 from route_monitor import __version__
 
 
@@ -65,6 +66,41 @@ def _rule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule-label", type=_label, action="append", default=[], metavar="KEY=VALUE",
                         help="label every generated PrometheusRule (repeatable), e.g. release=kube-prometheus-stack "
                              "for kube-prometheus-stack's default rule selector")
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return int(text)
+
+
+def _share(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not value.is_finite() or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a share above 0 and at most 1, e.g. 0.5")
+    return value
+
+
+def _hold(text: str) -> str:
+    try:
+        durations.parse_ms(text)
+    except durations.DurationError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    return text
+
+
+def _path_flags(parser: argparse.ArgumentParser) -> None:
+    """Contract 11: when a shared path counts as down (``rules --operator`` and ``standalone``)."""
+    parser.add_argument("--shared-path-min-monitors", type=_positive_int, default=3, metavar="K",
+                        help="a path is down when at least K of its monitors fail together (default 3)")
+    parser.add_argument("--shared-path-min-ratio", type=_share, default=Decimal("0.5"), metavar="F",
+                        help="... and they are at least this share of its monitors (default 0.5)")
+    parser.add_argument("--shared-path-hold", type=_hold, default="5m", metavar="DURATION",
+                        help="RouteMonitorSharedPathDown stays open this long after the path is up again, so a "
+                             "short flap stays one incident (default 5m)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--cluster-domain", default="cluster.local",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
     _tile_flag(st)
+    _path_flags(st)
 
     ru = sub.add_parser("rules", help="print the generated recording and alerting rules")
     ru.add_argument("paths", nargs="*", metavar="PATH")
@@ -130,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
     _rule_flags(ru)
     _tile_flag(ru)
+    _path_flags(ru)
     ru.add_argument("--job", default="route-monitor",
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",

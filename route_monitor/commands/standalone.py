@@ -1,7 +1,8 @@
 """``route-monitor standalone PATH...``: the probe engine on monitors read from YAML files.
 
 Serves ``/metrics`` (``--metrics-address``), writes the generated rules to ``--rules-dir`` as
-plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``), re-reads the
+plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``; the shared-path
+rules of the whole installation in ``route-monitor-paths.rules.yml``, ``--shared-path-*``), re-reads the
 files when they change (polling), and exits 0 on SIGTERM/SIGINT. Problems go to stderr naming
 the file, the object and the field; with nothing valid to monitor at start-up the exit status
 is 2. On a reload, a monitor whose manifest became invalid keeps its last good spec (and the
@@ -22,6 +23,9 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
+from alert_rules.path_rules import PathAlerting, path_rule_groups
+from alert_rules.render import to_yaml, with_header
+from route_monitor.commands.rules import path_settings
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine, settle_heap
@@ -32,6 +36,8 @@ from route_monitor.probe.trust import TrustError, contexts_from_env
 from route_monitor.rulefiles import RuleFiles
 
 RELOAD_POLL_SECONDS = 1.0
+PATH_RULES_FILE = "route-monitor-paths.rules.yml"
+"""The shared-path rules (Contract 11), written beside the monitors' rule files."""
 SHOW_MONITORS = 20
 
 
@@ -58,10 +64,11 @@ class Transitions:
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
-                 tls: TLSContexts | None = None) -> None:
+                 tls: TLSContexts | None = None, path_alerting: PathAlerting | None = None) -> None:
         self.paths = paths
         self.options = options or Options()
-        self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
+        shared = {PATH_RULES_FILE: with_header(to_yaml({"groups": path_rule_groups(path_alerting)}))}
+        self.rules = RuleFiles(Path(rules_dir), fixed=shared) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
         self.engine = ProbeEngine(metrics=metrics, max_concurrency=max_concurrency, on_result=Transitions(), tls=tls)
@@ -171,5 +178,6 @@ def run(args: argparse.Namespace) -> int:
     for _, line in extra_trust.notes():
         say(line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency, options=options, tls=tls)
+                     max_concurrency=args.max_concurrency, options=options, tls=tls,
+                     path_alerting=path_settings(args))
     return asyncio.run(app.main())
