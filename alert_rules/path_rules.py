@@ -3,10 +3,13 @@ one per monitor behind it.
 
 Per monitor (in its own fast group, where its probe interval is known):
 
-- ``namespace_monitor:route_monitor_probe_failing:bool``: the monitor is *failing* (at least two
-  failed probes counted over ``max(2 x interval, 1m)``, i.e. its last two, and at least half of
-  that window's probes failed); a second series ``reason="dns_error"`` when DNS errors alone make
-  it so (only those count on a ``dns:`` path);
+- ``namespace_monitor:route_monitor_probe_failing:bool``: the monitor is *failing*: at least half
+  of its probes over ``W = max(2 x interval, 1m)`` failed, and at least two failed probes were
+  counted (scrapes that saw the failure counter rise) over ``2 x W`` (over ``W`` alone, a 30s
+  scrape sees at most one rise in a 1m window); with the ratio over ``W`` holding only about two
+  probes, that is its last two. A second series ``reason="dns_error"`` when DNS errors are at least
+  half of ``W``'s probes too: only those count on a ``dns:`` path, and they count on no other (a
+  probe that cannot resolve never reached a router: a DNS outage is one incident, for the DNS);
 - its alerts (pages, tickets, ``ProbesAbsent``) exclude the monitor while one of its paths is
   down, and after that while the monitor is no longer failing and the path was down within the
   alert's short window (the ratios still hold the shared outage's failures, which would page at
@@ -71,7 +74,8 @@ def failing_expr(slo: MonitorSLO) -> str:
     failed = _sel(slo, names.PROBES_TOTAL, (names.LABEL_RESULT, names.RESULT_FAILURE))
     every = promql.by_monitor(promql.increase(_sel(slo, names.PROBES_TOTAL), w))
     dns = _sel(slo, names.PROBE_FAILURES_TOTAL, (names.LABEL_REASON, names.REASON_DNS_ERROR))
-    any_failing = promql.failing(promql.by_monitor(promql.counted_increases(failed, w)),
+    counted = durations.format_ms(2 * failing_window_ms(slo.interval_ms))
+    any_failing = promql.failing(promql.by_monitor(promql.counted_increases(failed, counted)),
                                  promql.by_monitor(promql.increase(failed, w)), every, FAILING_RATIO,
                                  FAILING_MIN_PROBES)
     one = f"group by ({promql.BY_MONITOR}) {any_failing}"
@@ -136,7 +140,8 @@ def path_rule_groups(settings: PathAlerting | None = None) -> list[dict[str, Any
     dns_info = f"{_INFO}{{{names.LABEL_PATH}=~\"{names.DNS_PATH_PREFIX}.*\"}}"
     any_failing = f'{names.FAILING_RECORD}{{{names.LABEL_REASON}=""}}'
     dns_failing = f'{names.FAILING_RECORD}{{{names.LABEL_REASON}="{names.REASON_DNS_ERROR}"}}'
-    failing = (f"{promql.behind_failing(info, any_failing)}\nor\n{promql.behind_failing(dns_info, dns_failing)}")
+    not_dns = f"(\n{any_failing}\nunless on ({promql.BY_MONITOR})\n{dns_failing}\n)"
+    failing = (f"{promql.behind_failing(info, not_dns)}\nor\n{promql.behind_failing(dns_info, dns_failing)}")
     rules = [
         {"record": names.PATH_MONITORS_RECORD, "expr": promql.count_by_path(promql.monitor_paths(_INFO))},
         {"record": names.PATH_FAILING_RECORD, "expr": promql.count_by_path(failing)},
