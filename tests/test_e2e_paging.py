@@ -90,7 +90,7 @@ def test_slow_burn_opens_a_ticket_and_never_pages(stack: Stack) -> None:
 
 def substitute(expr: str) -> str:
     """What Grafana sends: all namespaces and monitors selected, 1m rate interval, 30d period."""
-    for var, value in (("$namespace", ".*"), ("$monitor", ".*"), ("$period", "30d"),
+    for var, value in (("$namespace", ".*"), ("$monitor", ".*"), ("$path", ".*"), ("$period", "30d"),
                        ("$__rate_interval", "1m"), ("$__range", "1h")):
         expr = expr.replace(var, value)
     return expr
