@@ -175,7 +175,8 @@ def paths_panel() -> Panel:
     rename = {f"Value #{chr(ord('A') + i)}": title for i, (title, _) in enumerate(columns)}
     return Panel("Shared paths", tuple(table_query(e) for _, e in columns), kind="table", width=24, height=8,
                  description="The shared components between the prober and the targets: monitors behind each "
-                             "and how many fail now (a single row of 0 when no monitor has a path: IP targets). When enough of them fail together, one "
+                             "and how many fail now (a single row of 0 when no monitor has a path: IP targets). "
+                             "When enough of them fail together, one "
                              "RouteMonitorSharedPathDown pages for the path instead of a page per monitor.",
                  transformations=({"id": "merge", "options": {}},
                                   {"id": "organize", "options": {"excludeByName": {"Time": True},
