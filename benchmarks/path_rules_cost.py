@@ -7,9 +7,10 @@ monitor every ``--interval`` seconds by a thread, 2% failures), each behind one 
 router shards and ``dns:cluster`` (``route_monitor_monitor_path_info``). Prometheus (scrape and
 evaluation every ``--interval``) loads every monitor's generated rules and the
 ``route-monitor-paths`` group. After ``--measure`` seconds it reads
-``prometheus_rule_group_last_duration_seconds``: the path group's last duration against the sum
-over the monitors' fast groups (the ones evaluated at the same cadence; the tiled groups run
-every 5 minutes) and over all their groups, averaged over the samples of the measuring window.
+``prometheus_rule_group_last_duration_seconds`` from Prometheus' own ``/metrics`` once per
+interval: the path group's last duration against the sum over the monitors' fast groups (the ones
+evaluated at the same cadence; the tiled groups run every 5 minutes) and over all their groups,
+averaged over the samples of the measuring window.
 The per-monitor ``probe_failing`` record and the alerts' path clauses are part of the monitors'
 fast groups (they need the monitor's interval): compare a run on the commit before them with
 ``git worktree`` to see their share.
@@ -22,6 +23,7 @@ import argparse
 import json
 import platform
 import random
+import re
 import threading
 import time
 from decimal import Decimal
@@ -30,7 +32,9 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
@@ -71,9 +75,29 @@ def feed(all_series: list[MonitorSeries], interval: float, stop: threading.Event
                                       0.05, 200 if ok else None, ""))
 
 
-def avg_over(prom: Any, selector: str, window: str) -> float:
-    result = prom.query(f"sum(avg_over_time(prometheus_rule_group_last_duration_seconds{{{selector}}}[{window}]))")
-    return float(result[0]["value"][1]) if result else 0.0
+LAST_DURATION = "prometheus_rule_group_last_duration_seconds"
+_GROUP = re.compile(r'rule_group="[^"]*;([^"]*)"')
+
+
+def last_durations(prom_url: str) -> dict[str, float]:
+    """Each rule group's last evaluation duration, from Prometheus' own /metrics."""
+    text = httpx.get(f"{prom_url}/metrics", timeout=30).text
+    out = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == LAST_DURATION:
+            for sample in family.samples:
+                m = _GROUP.search(f'rule_group="{sample.labels["rule_group"]}"')
+                if m:
+                    out[m.group(1)] = sample.value
+    return out
+
+
+def split(durations: dict[str, float]) -> tuple[float, float, float]:
+    """(path group, monitors' fast groups, all monitor groups) in seconds."""
+    path = durations.get("route-monitor-paths", 0.0)
+    fast = sum(v for k, v in durations.items() if re.fullmatch(r"route-monitor/bench/m\d+", k))
+    every = sum(v for k, v in durations.items() if k.startswith("route-monitor/bench/"))
+    return path, fast, every
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,15 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         (rules / "route-monitor-paths.rules.yml").write_text(with_header(to_yaml({"groups": path_rule_groups()})))
         target = f"127.0.0.1:{server.server_address[1]}"
         with run_prometheus(Path(tmp) / "prometheus", targets=[target], rules_dir=rules, interval=interval) as prom:
-            evaluated = 'prometheus_rule_group_last_duration_seconds{rule_group=~".*;route-monitor-paths"}'
-            wait_for(lambda: bool(prom.query(evaluated)), timeout=600, interval=2, what="the path group evaluated")
             wait_for(lambda: bool(prom.query("path:route_monitor_path_monitors:count")), timeout=300, interval=2,
                      what="paths recorded")
-            time.sleep(args.measure)
-            window = f"{args.measure}s"
-            path_group = avg_over(prom, 'rule_group=~".*;route-monitor-paths"', window)
-            fast = avg_over(prom, r'rule_group=~".*;route-monitor/bench/m[0-9]+"', window)
-            every = avg_over(prom, r'rule_group=~".*;route-monitor/bench/.*"', window)
+            samples = []
+            for _ in range(max(1, args.measure // args.interval)):
+                time.sleep(args.interval)
+                samples.append(split(last_durations(prom.url)))
+            path_group, fast, every = (sum(s[i] for s in samples) / len(samples) for i in range(3))
     stop.set()
     server.shutdown()
     out = {"monitors": args.monitors, "paths": args.paths + 1, "interval_s": args.interval,
