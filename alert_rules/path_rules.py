@@ -45,8 +45,6 @@ from alert_rules.model import MonitorSLO
 FAILING_MIN_WINDOW_MS = 60_000
 FAILING_RATIO = Decimal("0.5")
 FAILING_MIN_PROBES = 2
-SETTLE_MARGIN_MS = 30_000
-"""Added to the monitor's interval in :func:`settle_ms`: one evaluation of the path group."""
 FLAP_WINDOW = "1h"
 FLAP_CHANGES = 3
 """Down, up, down again within :data:`FLAP_WINDOW`: the path flaps."""
@@ -59,9 +57,13 @@ def failing_window_ms(interval_ms: int) -> int:
     return max(2 * interval_ms, FAILING_MIN_WINDOW_MS)
 
 
-def settle_ms(interval_ms: int) -> int:
-    """How long a per-monitor page waits (``for:``) so that a shared outage is seen first."""
-    return max(interval_ms, SETTLE_MARGIN_MS) + SETTLE_MARGIN_MS
+def settle_ms(interval_ms: int, evaluation_ms: int) -> int:
+    """How long a per-monitor page waits (``for:``) so that a shared outage is seen first: a
+    monitor is seen failing up to ``max(interval, 30s)`` after its burn alert can hold (half of the
+    failing window: a burn needs only two failures), the other monitors behind the path up to one
+    probe interval later, and the path group's verdict reaches the monitor's group one evaluation
+    later."""
+    return max(interval_ms, FAILING_MIN_WINDOW_MS // 2, evaluation_ms) + evaluation_ms
 
 
 def _sel(slo: MonitorSLO, metric: str, *extra: tuple[str, str]) -> str:

@@ -112,7 +112,7 @@ def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
 def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> dict[str, Any]:
     """A burn alert that waits until a shared outage would have been seen (``for:``): the fast
     pairs :func:`path_rules.settle_ms`, the tiled ones one tile (their group's interval)."""
-    wait = durations.format_ms(path_rules.settle_ms(slo.interval_ms)) if is_fast(w) else tile
+    wait = durations.format_ms(path_rules.settle_ms(slo.interval_ms, slo.evaluation_ms)) if is_fast(w) else tile
     return {**alerts.burn_alert(slo, sli, w, _burn_expr(slo, sli, w, tile)), "for": wait}
 
 

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 import prometheus_client
 
 from alert_rules import durations, tiles
+from alert_rules.model import DEFAULT_EVALUATION_MS
 from route_monitor import __version__
 
 
@@ -92,12 +93,25 @@ def _hold(text: str) -> str:
     return text
 
 
+def _evaluation(text: str) -> int:
+    try:
+        ms = durations.parse_ms(text)
+    except durations.DurationError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    if not 1000 <= ms <= 300_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected Prometheus' evaluation interval, 1s to 5m")
+    return ms
+
+
 def _path_flags(parser: argparse.ArgumentParser) -> None:
     """Contract 11: when a shared path counts as down (``rules --operator`` and ``standalone``)."""
     parser.add_argument("--shared-path-min-monitors", type=_positive_int, default=3, metavar="K",
                         help="a path is down when at least K of its monitors fail together (default 3)")
     parser.add_argument("--shared-path-min-ratio", type=_share, default=Decimal("0.5"), metavar="F",
                         help="... and they are at least this share of its monitors (default 0.5)")
+    parser.add_argument("--evaluation-interval", type=_evaluation, default=DEFAULT_EVALUATION_MS, metavar="DURATION",
+                        help="Prometheus' evaluation interval for these rules (default 30s): a monitor's page waits "
+                             "about one probe interval plus one evaluation, so that a shared outage is seen first")
     parser.add_argument("--shared-path-hold", type=_hold, default="5m", metavar="DURATION",
                         help="RouteMonitorSharedPathDown stays open this long after the path is up again, so a "
                              "short flap stays one incident (default 5m)")

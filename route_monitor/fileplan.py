@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from alert_rules.model import DEFAULT_EVALUATION_MS
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifests, sources, urls
 from route_monitor.credentials import CredentialError
@@ -56,6 +57,8 @@ class Options:
     cluster_domain: str = "cluster.local"
     tile_ms: int = DEFAULT_TILE_MS
     """``--tile``: the generated rules' tile (``alert_rules.tiles``), which findings check against each interval."""
+    evaluation_ms: int = DEFAULT_EVALUATION_MS
+    """``--evaluation-interval``: Prometheus' evaluation interval (``alert_rules.path_rules.settle_ms``)."""
     cluster_targets: bool = False
     """``check``: the files are meant for the operator, which finds a target (or a Gateway) that
     is not in them in the cluster: a warning, and the monitor is valid. ``standalone`` resolves

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from alert_rules import names
 from alert_rules.fielderrors import EMPTY, Collect, collecting, echo, mapping
 from alert_rules.model import (
+    DEFAULT_EVALUATION_MS,
     DEFAULT_PERIOD_MS,
     Alerting,
     InvalidSpec,
@@ -127,11 +128,13 @@ class MonitorSpec:
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
-    def slo(self, tile_ms: int = DEFAULT_TILE_MS) -> MonitorSLO:
-        """What the rule generator needs of this monitor; ``tile_ms``: the long windows' tile
-        (``--tile`` of ``standalone`` and ``rules``; the operator keeps the default)."""
+    def slo(self, tile_ms: int = DEFAULT_TILE_MS, evaluation_ms: int = DEFAULT_EVALUATION_MS) -> MonitorSLO:
+        """What the rule generator needs of this monitor; ``tile_ms``: the long windows' tile,
+        ``evaluation_ms``: Prometheus' evaluation interval (``--tile`` and ``--evaluation-interval`` of
+        ``standalone`` and ``rules``; the operator keeps the defaults)."""
         return MonitorSLO(namespace=self.namespace, name=self.name, objective=self.objective,
-                          interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms)
+                          interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms,
+                          evaluation_ms=evaluation_ms)
 
 
 def _keys(m: Mapping[Any, Any]) -> list[str]:

@@ -18,7 +18,10 @@ Prometheus scrapes and evaluates every second, Alertmanager groups within a seco
 ``--shared-path-min-ratio 1`` makes the path down once all 8 fail (they fail within the same
 second here), so the page's count is the full 8 whatever the evaluation that first sees it;
 the K/F thresholds themselves are shown under promtool (``test_path_rules_promtool.py``).
-``--shared-path-hold 10s`` keeps the test short (the default 5m merges flaps).
+``--shared-path-hold 10s`` keeps the test short (the default 5m merges flaps). ``--evaluation-interval
+10s`` (Prometheus evaluates every second here) gives the monitors' pages a margin of 10 s over the
+race they must lose: their burn holds after two failed probes, while a monitor probed every second
+counts as failing only once half of its last minute failed, 30 s into the outage.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shards]:
         rules = folder / "rules"
         metrics = stack.enter_context(standalone(
             folder, rules, count=len(docs), tile=TILE,
-            args=("--shared-path-min-ratio", "1", "--shared-path-hold", "10s")))
+            args=("--shared-path-min-ratio", "1", "--shared-path-hold", "10s", "--evaluation-interval", "10s")))
         paging = stack.enter_context(run_paging(folder / "alertmanager"))
         prom = stack.enter_context(run_prometheus(folder / "prometheus", targets=[metrics], rules_dir=rules,
                                                   alertmanager=paging.alertmanager.address))

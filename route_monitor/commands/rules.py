@@ -138,7 +138,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print(f"{' '.join(args.paths)}: error: no RouteMonitor and no annotated Route, HTTPRoute, Ingress or "
               "Service found", file=err)
         return 1
-    defaults = replace(rule_defaults(args), tile_ms=args.tile)
+    defaults = replace(rule_defaults(args), tile_ms=args.tile, evaluation_ms=args.evaluation_interval)
     text = render(loaded.monitors, args.format, defaults)
     if args.tests:
         write_tests(loaded.monitors, Path(args.tests), defaults)

@@ -103,8 +103,9 @@ class Standalone:
         event loop keeps probing meanwhile). Only monitors whose SLO changed are re-rendered."""
         if self.rules is None:
             return
-        written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo(self.options.tile_ms)
-                                                                   for p in self.current.values()])
+        o = self.options
+        slos = [p.spec.slo(o.tile_ms, o.evaluation_ms) for p in self.current.values()]
+        written, deleted = await asyncio.to_thread(self.rules.sync, slos)
         if written or deleted:
             say(f"rules: {len(written)} file(s) written, {len(deleted)} deleted in {self.rules.folder}")
 
@@ -170,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
-                          getattr(args, "cluster_domain", "cluster.local"), args.tile)
+                          getattr(args, "cluster_domain", "cluster.local"), args.tile,
+                          evaluation_ms=args.evaluation_interval)
         tls, extra_trust = contexts_from_env(os.environ)
     except (ValueError, TrustError) as e:
         say(f"error: {e}")

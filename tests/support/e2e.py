@@ -101,12 +101,12 @@ def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: s
                args: Sequence[str] = ()) -> Iterator[str]:
     """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` monitors'
     rule files (and the shared-path rules) exist. ``tile``: its ``--tile`` (default: the production 5m);
-    ``args``: more flags."""
+    ``args``: more flags. The rules are told Prometheus evaluates every second, as ``run_prometheus`` does."""
     port = free_port()
     log = (folder / "standalone.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
                              "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules),
-                             *(["--tile", tile] if tile else []), *args],
+                             *(["--tile", tile] if tile else []), "--evaluation-interval", "1s", *args],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: len(list(rules.glob("*.yml"))) == count + 1, timeout=30, what="rule files")
