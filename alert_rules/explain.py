@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from alert_rules import durations, names, promql
+from alert_rules import durations, names, path_rules, promql
 from alert_rules.alerts import ABSENT_AFTER, CERT_EXPIRY_WARNING_DAYS, factor_text, pct, severity_of
 from alert_rules.findings import findings
 from alert_rules.model import MonitorSLO
@@ -42,10 +42,12 @@ def _sli_lines(slo: MonitorSLO, sli: SLI) -> list[str]:
             lines.append(f"{head}: can never fire (needs more than {pct(t.threshold)} bad probes)")
             continue
         lag = "" if is_fast(w) else f", evaluated every {tile_of(slo)}"
+        wait = path_rules.settle_ms(slo.interval_ms, slo.evaluation_ms) if is_fast(w) else slo.tile_ms
         lines.append(
             f"{head}: more than {pct(t.threshold)} {bad} in both windows = "
             f"{_plural(t.bad_long, 'bad probe')} within {w.long} and {t.bad_short} within the last {w.short}; "
-            f"a full outage fires it after {_d(t.outage_ms(slo.interval_ms))}{lag}; "
+            f"a full outage fires it after {_d(t.outage_ms(slo.interval_ms))}{lag}, plus {_d(wait)} to see "
+            "whether a shared path is down instead; "
             f"it resolves about {_d(t.reset_ms(slo.interval_ms))} after recovery")
     return lines
 

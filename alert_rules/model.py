@@ -15,6 +15,9 @@ from alert_rules.fielderrors import InvalidSpec as InvalidSpec
 from alert_rules.tiles import DEFAULT_TILE_MS
 
 DAY_MS = 86_400_000
+DEFAULT_EVALUATION_MS = 30_000
+"""The evaluation interval the generated rules assume unless told (kube-prometheus-stack's and
+OpenShift's default; a plain Prometheus defaults to 1m: say so with ``--evaluation-interval``)."""
 DEFAULT_PERIOD_MS = 30 * DAY_MS
 
 
@@ -92,6 +95,9 @@ class MonitorSLO:
     alerting: Alerting = field(default_factory=Alerting)
     tile_ms: int = DEFAULT_TILE_MS
     """Installation-wide: the long windows' tile and their group's interval (``alert_rules.tiles``)."""
+    evaluation_ms: int = DEFAULT_EVALUATION_MS
+    """Installation-wide: Prometheus' evaluation interval, how long a shared outage takes to be seen
+    (``alert_rules.path_rules.settle_ms``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +113,9 @@ class RuleDefaults:
     kube-prometheus-stack's rule selector)."""
     tile_ms: int = DEFAULT_TILE_MS
     """``--tile`` (``rules`` and ``standalone`` only): see ``alert_rules.tiles``."""
+    evaluation_ms: int = DEFAULT_EVALUATION_MS
+    """``--evaluation-interval`` (``rules`` and ``standalone`` only): Prometheus' evaluation interval."""
 
     def apply(self, slo: MonitorSLO) -> MonitorSLO:
         alerting = replace(slo.alerting, runbook_base=self.runbook_base, dashboard_base=self.dashboard_base)
-        return replace(slo, alerting=alerting, tile_ms=self.tile_ms)
+        return replace(slo, alerting=alerting, tile_ms=self.tile_ms, evaluation_ms=self.evaluation_ms)

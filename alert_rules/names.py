@@ -58,6 +58,24 @@ PROBER_BLIND: Final = "route_monitor_prober_blind"
 own and not its targets' (Contract 11); labelled ``member``."""
 LABEL_MEMBER_NAME: Final = "member"
 
+# --- Contract 11: paths (shared components between the prober and the targets) ---------------
+MONITOR_PATH_INFO: Final = "route_monitor_monitor_path_info"
+"""Always 1: one series per (monitor, path), exported by the monitor's owner."""
+LABEL_PATH: Final = "path"
+DNS_PATH_PREFIX: Final = "dns:"
+"""On a ``dns:`` path only ``dns_error`` failures make a monitor count as failing."""
+REASON_DNS_ERROR: Final = "dns_error"
+ALERT_SHARED_PATH_DOWN: Final = "RouteMonitorSharedPathDown"
+DASHBOARD_OVERVIEW_UID: Final = "route-monitor-overview"
+"""uid of grafana/slo-overview.json (SharedPathDown links to it, filtered to the path)."""
+PATH_LEVEL: Final = "path"
+PATH_MONITORS_RECORD: Final = f"path:{PREFIX}path_monitors:count"
+"""Monitors behind each path (from ``route_monitor_monitor_path_info``)."""
+PATH_FAILING_RECORD: Final = f"path:{PREFIX}path_failing_monitors:count"
+"""Monitors behind each path that are failing (only paths with at least one)."""
+PATH_DOWN_RECORD: Final = f"path:{PREFIX}path_down:bool"
+"""1 while at least K failing monitors, at least F of the path's monitors, fail together; else 0."""
+
 # --- Contract 9: results excluded from the SLI (maintenance windows, pauses, warm-up) ----------
 PROBES_EXCLUDED_TOTAL: Final = "route_monitor_probes_excluded_total"
 """Probes whose result did not count, by reason (never in ``route_monitor_probes_total``)."""
@@ -121,6 +139,8 @@ ANN_PAUSED: Final = "routemonitor.io/paused"
 """Contract 9: ``"true"`` excludes every probe result (on a Route, a Service or a RouteMonitor)."""
 ANN_HOST: Final = "routemonitor.io/host"
 """Ingress and HTTPRoute only (Contract 7): which of the object's hosts to probe."""
+ANN_PATHS: Final = "routemonitor.io/paths"
+"""Contract 11: comma-separated paths the operator cannot see (a CDN, an external load balancer)."""
 LABEL_GENERATED_FROM: Final = "routemonitor.io/generated-from"
 
 # --- Contract 6: replicas ----------------------------------------------------------------------
@@ -187,6 +207,11 @@ def fast_increase_record(window: str) -> str:
     """Successful probes no slower than the latency threshold within ``window`` (tile)."""
     return f"{RECORD_LEVEL}:{PREFIX}probe_fast:increase{window}"
 
+
+FAILING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing:bool"
+"""Contract 11: 1 while the monitor is *failing* (its last two counted probes failed and at least
+half of its probes over ``max(2 x interval, 1m)`` did); a second series with ``reason="dns_error"``
+while that holds for DNS errors alone (what counts on a ``dns:`` path). Absent otherwise."""
 
 PERIOD_ERROR_RATIO_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_errors:ratio_period"
 """Failed / all probes over the monitor's whole SLO period (e.g. 30d), from hourly tiles: recorded

@@ -147,3 +147,61 @@ def alerts_selector(alertname_regex: str, matchers: tuple[tuple[str, str], ...])
 
 def count_over(sel: str, window: str) -> str:
     return f"count_over_time({sel}[{window}])"
+
+
+# --- Contract 11: paths and shared-path outages --------------------------------------------------
+BY_MONITOR_PATH = f"{BY_MONITOR}, {names.LABEL_PATH}"
+
+
+def failing(failed_count: str, failed_rate: str, all_rate: str, ratio: Decimal, count: int) -> str:
+    """At least ``count`` failed probes counted and a failure ratio of at least ``ratio`` (per monitor)."""
+    return f"(\n{failed_count} >= {count}\nand on ({BY_MONITOR})\n{failed_rate}\n/\n{all_rate}\n>= {number(ratio)}\n)"
+
+
+def with_reason(expr: str, also: str, reason: str) -> str:
+    """``expr``, plus its series that also satisfy ``also`` again labelled ``reason="..."``."""
+    return (f"{expr}\nor\nlabel_replace(\n{expr}\nand on ({BY_MONITOR})\n{also},\n"
+            f'"{names.LABEL_REASON}", {string_literal(reason)}, "", ""\n)')
+
+
+def monitor_paths(info_sel: str) -> str:
+    """One series per (monitor, path), whichever replica exported it (a takeover may show two)."""
+    return f"max by ({BY_MONITOR_PATH}) ({info_sel})"
+
+
+def paths_down(info_sel: str, down_sel: str, window: str | None = None) -> str:
+    """The monitor's paths that are down now (``window`` None) or were within ``window``."""
+    down = f"{down_sel} == 1" if window is None else f"max_over_time({down_sel}[{window}]) == 1"
+    return f"{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n({down})"
+
+
+def unless_path_down(expr: str, info_sel: str, down_sel: str, failing_sel: str, window: str) -> str:
+    """``expr``, except for a monitor behind a path that is down, or was within ``window`` while
+    the monitor is no longer failing (its ratios still hold the shared outage's failures)."""
+    recent = f"(\n{paths_down(info_sel, down_sel, window)}\nunless on ({BY_MONITOR})\n{failing_sel}\n)"
+    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{paths_down(info_sel, down_sel)}\nor\n{recent}\n)"
+
+
+def count_by_path(expr: str) -> str:
+    return f"count by ({names.LABEL_PATH}) (\n{expr}\n)"
+
+
+def behind_failing(info_sel: str, failing_sel: str) -> str:
+    """(monitor, path) pairs whose monitor is failing."""
+    return f"(\n{monitor_paths(info_sel)}\nand on ({BY_MONITOR})\n{failing_sel}\n)"
+
+
+def path_down(failing_sel: str, monitors_sel: str, min_monitors: int, min_ratio: Decimal) -> str:
+    """1 where at least ``min_monitors`` failing monitors are at least ``min_ratio`` of the path's
+    monitors, 0 for every other path that has monitors."""
+    enough = f"({failing_sel} >= bool {min_monitors})"
+    share = f"({failing_sel} / on ({names.LABEL_PATH}) {monitors_sel} >= bool {number(min_ratio)})"
+    return f"(\n{enough}\n* on ({names.LABEL_PATH})\n{share}\n)\nor on ({names.LABEL_PATH})\n0 * {monitors_sel}"
+
+
+def shared_path_down(failing_sel: str, down_sel: str, hold: str, flap_window: str, flap_changes: int) -> str:
+    """The path is down, or was within ``hold`` (a short flap stays one incident), or went down
+    again within ``flap_window`` (a flapping path stays one incident until it is quiet that long).
+    The value is the most monitors seen failing together within ``flap_window``."""
+    return (f"max_over_time({failing_sel}[{flap_window}])\nand on ({names.LABEL_PATH})\n(\n"
+            f"max_over_time({down_sel}[{hold}]) == 1\nor\nchanges({down_sel}[{flap_window}]) >= {flap_changes}\n)")

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, names, promql, tiles
+from alert_rules import alerts, durations, names, path_rules, promql, tiles
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
 from alert_rules.windows import AlertWindow, alert_windows, windows_of
@@ -96,16 +96,24 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
     return {"record": record, "expr": expr, "labels": alerts.identity(slo)}
 
 
-def _burn_expr(sli: SLI, w: AlertWindow, tile: str) -> str:
+def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
     """Both ratios above the threshold, and the guard inline (its count is needed nowhere else,
-    and a recording rule per monitor costs an evaluation and a series of its own)."""
+    and a recording rule per monitor costs an evaluation and a series of its own); not while a
+    shared path of the monitor is down (``alert_rules.path_rules``)."""
     threshold = w.threshold(sli.budget)
     count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, tile)
-    return promql.all_of(
+    return path_rules.unless_path_down(slo, promql.all_of(
         promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
         promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
         promql.at_least(f"(\n{count}\n)", alerts.GUARD_MIN_BAD_PROBES),
-    )
+    ), w.short)
+
+
+def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> dict[str, Any]:
+    """A burn alert that waits until a shared outage would have been seen (``for:``): the fast
+    pairs :func:`path_rules.settle_ms`, the tiled ones one tile (their group's interval)."""
+    wait = durations.format_ms(path_rules.settle_ms(slo.interval_ms, slo.evaluation_ms)) if is_fast(w) else tile
+    return {**alerts.burn_alert(slo, sli, w, _burn_expr(slo, sli, w, tile)), "for": wait}
 
 
 def _fast_windows(slo: MonitorSLO) -> set[int]:
@@ -119,10 +127,13 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
         for ms in sorted(_fast_windows(slo)):
             w = durations.format_ms(ms)
             rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
+    rules.append(path_rules.failing_record(slo))
     for sli in slis(slo):
-        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w, tile_of(slo))) for w in windows if is_fast(w)]
+        rules += [_burn(slo, sli, w, tile_of(slo)) for w in windows if is_fast(w)]
     first = slis(slo)[0]
-    rules.append(alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m"))))
+    absent = alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m")))
+    absent["expr"] = path_rules.unless_path_down(slo, absent["expr"], alerts.ABSENT_AFTER)
+    rules.append(absent)
     return {"name": group_names(slo)[0], "rules": rules}
 
 
@@ -149,7 +160,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
                 w = durations.format_ms(ms)
                 rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, tile)))
     for sli in slis(slo):
-        rules += [alerts.burn_alert(slo, sli, w, _burn_expr(sli, w, tile)) for w in windows if not is_fast(w)]
+        rules += [_burn(slo, sli, w, tile) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
     return {"name": group_names(slo)[1], "interval": tile, "rules": rules}

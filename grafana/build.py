@@ -88,6 +88,26 @@ def firing_alerts(severity: str) -> str:
     return f"count by ({BY}) (ALERTS{{{sel}}}) or on ({BY}) (0 * {objective()})"
 
 
+def monitor_paths(extra: str = "") -> str:
+    """One series per (monitor, path) among the selected monitors and paths."""
+    return f'max by ({BY}, {n.LABEL_PATH}) ({n.MONITOR_PATH_INFO}{{{NS_MON}, {n.LABEL_PATH}=~"$path"{extra}}})'
+
+
+def path_monitors() -> str:
+    return f"count by ({n.LABEL_PATH}) ({monitor_paths()})"
+
+
+def path_failing() -> str:
+    """Failing monitors behind each path, as the shared-path rules count them (on a ``dns:`` path
+    DNS errors only, and those on no other path); 0 for a path with none."""
+    failing = f'{n.FAILING_RECORD}{{{NS_MON}, {n.LABEL_REASON}=""}}'
+    dns = f'{n.FAILING_RECORD}{{{NS_MON}, {n.LABEL_REASON}="{n.REASON_DNS_ERROR}"}}'
+    not_dns, is_dns = f', {n.LABEL_PATH}!~"dns:.*"', f', {n.LABEL_PATH}=~"dns:.*"'
+    other = f"({monitor_paths(not_dns)} and on ({BY}) ({failing} unless on ({BY}) {dns}))"
+    on_dns = f"({monitor_paths(is_dns)} and on ({BY}) {dns})"
+    return f"count by ({n.LABEL_PATH}) ({other} or {on_dns}) or on ({n.LABEL_PATH}) (0 * {path_monitors()})"
+
+
 def quantile(q: str, metric: str, by: str, selector: str = "") -> str:
     return f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{selector}[$__rate_interval])))"
 
@@ -98,6 +118,11 @@ def monitor_vars() -> list[dict[str, object]]:
             query_var("namespace", "Namespace", f"label_values({n.PROBES_TOTAL}, namespace)"),
             query_var("monitor", "Monitor", f'label_values({n.PROBES_TOTAL}{{namespace=~"$namespace"}}, monitor)'),
             custom_var("period", "SLO period", PERIODS, "30d")]
+
+
+def path_var() -> dict[str, object]:
+    """The overview's shared-path filter (RouteMonitorSharedPathDown links with ``var-path``)."""
+    return query_var("path", "Shared path", f"label_values({n.MONITOR_PATH_INFO}, {n.LABEL_PATH})")
 
 
 def table_query(expr: str) -> Query:
@@ -135,10 +160,27 @@ def overview() -> dict[str, object]:
         table,
         Panel(f"Burn rate {fast} (fast)", (Query(burn_rate(fast), "{{namespace}}/{{monitor}}"),)),
         Panel(f"Burn rate {slow} (slow)", (Query(burn_rate(slow), "{{namespace}}/{{monitor}}"),)),
+        paths_panel(),
     ]
     return dashboard(uid=UID_OVERVIEW, title="route-monitor / SLO overview", tags=["route-monitor", "slo"],
                      description="Availability SLOs of every monitored Route, Service and URL.",
-                     variables=monitor_vars(), panels=panels, links=(detail_link(),))
+                     variables=[*monitor_vars(), path_var()], panels=panels, links=(detail_link(),))
+
+
+def paths_panel() -> Panel:
+    """Per shared path (router shard, ingress class, Gateway, DNS, declared): how many of the selected
+    monitors are behind it and how many of them are failing; ``var-path`` (RouteMonitorSharedPathDown's
+    dashboard link) narrows it to one path."""
+    columns = [("Monitors", f"{path_monitors()} or vector(0)"), ("Failing", f"{path_failing()} or vector(0)")]
+    rename = {f"Value #{chr(ord('A') + i)}": title for i, (title, _) in enumerate(columns)}
+    return Panel("Shared paths", tuple(table_query(e) for _, e in columns), kind="table", width=24, height=8,
+                 description="The shared components between the prober and the targets: monitors behind each "
+                             "and how many fail now (a single row of 0 when no monitor has a path: IP targets). "
+                             "When enough of them fail together, one "
+                             "RouteMonitorSharedPathDown pages for the path instead of a page per monitor.",
+                 transformations=({"id": "merge", "options": {}},
+                                  {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                                 "renameByName": rename}}))
 
 
 def row_link() -> dict[str, object]:

@@ -16,6 +16,7 @@ from alert_rules import names
 from alert_rules.fielderrors import FieldError, InvalidSpec
 from route_monitor import checked
 from route_monitor.maintenance import annotation_items, as_annotation_error
+from route_monitor.paths import annotation_items as paths_items
 from route_monitor.sources import BY_KIND
 from route_monitor.spec import MonitorSpec, ServiceRef, parse_paused, parse_routemonitor
 
@@ -31,6 +32,7 @@ _FIELD_TO_ANNOTATION = {
     "spec.paused": names.ANN_PAUSED,
     "spec.target.ingress.host": names.ANN_HOST,
     "spec.target.httpRoute.host": names.ANN_HOST,
+    "spec.paths": names.ANN_PATHS,
 }
 
 
@@ -38,6 +40,8 @@ def annotation_for(field: str) -> str | None:
     """The annotation that sets a spec field (``spec.slo.availability`` -> ``routemonitor.io/slo``)."""
     if field.startswith("spec.maintenance"):
         return names.ANN_MAINTENANCE
+    if field.startswith("spec.paths"):
+        return names.ANN_PATHS
     return _FIELD_TO_ANNOTATION.get(field)
 
 
@@ -103,6 +107,11 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
         field = f"metadata.annotations[{names.ANN_MAINTENANCE}]"
         try:
             spec["maintenance"] = annotation_items(ann[names.ANN_MAINTENANCE], field)
+        except InvalidSpec as e:
+            errors.extend(e.errors)
+    if names.ANN_PATHS in ann:
+        try:
+            spec["paths"] = paths_items(ann[names.ANN_PATHS], f"metadata.annotations[{names.ANN_PATHS}]")
         except InvalidSpec as e:
             errors.extend(e.errors)
     if names.ANN_PAUSED in ann:

@@ -16,9 +16,11 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Final, TextIO
 
 from alert_rules import durations, tiles
+from alert_rules.model import DEFAULT_EVALUATION_MS
 from route_monitor import logs
 
 OK: Final = 0
@@ -119,6 +121,48 @@ def metrics_address_flag(parser: argparse.ArgumentParser, default: str,
                          serves: str = "/metrics, /healthz and /readyz are served") -> None:
     parser.add_argument("--metrics-address", type=address, default=address(default), metavar="HOST:PORT",
                         help=f"where {serves} (default {default}; port 0 picks a free one)")
+
+
+def _share(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not value.is_finite() or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a share above 0 and at most 1, e.g. 0.5")
+    return value
+
+
+def _hold(text: str) -> str:
+    try:
+        durations.parse_ms(text)
+    except durations.DurationError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    return text
+
+
+def _evaluation(text: str) -> int:
+    try:
+        ms = durations.parse_ms(text)
+    except durations.DurationError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    if not 1000 <= ms <= 300_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected Prometheus' evaluation interval, 1s to 5m")
+    return ms
+
+
+def path_flags(parser: argparse.ArgumentParser) -> None:
+    """When a shared path counts as down (``rules`` and ``standalone``, which write the path rules)."""
+    parser.add_argument("--shared-path-min-monitors", type=positive_int, default=3, metavar="K",
+                        help="a path is down when at least K of its monitors fail together (default 3)")
+    parser.add_argument("--shared-path-min-ratio", type=_share, default=Decimal("0.5"), metavar="F",
+                        help="... and they are at least this share of its monitors (default 0.5)")
+    parser.add_argument("--evaluation-interval", type=_evaluation, default=DEFAULT_EVALUATION_MS, metavar="DURATION",
+                        help="Prometheus' evaluation interval for these rules (default 30s): a monitor's page waits "
+                             "about one probe interval plus one evaluation, so that a shared outage is seen first")
+    parser.add_argument("--shared-path-hold", type=_hold, default="5m", metavar="DURATION",
+                        help="RouteMonitorSharedPathDown stays open this long after the path is up again, so a "
+                             "short flap stays one incident (default 5m)")
 
 
 def canary_flag(parser: argparse.ArgumentParser, default: str) -> None:

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from alert_rules.model import DEFAULT_EVALUATION_MS
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifestfindings, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import Manifest, ManifestError
+from route_monitor.paths import combine, url_paths
 from route_monitor.protocolspec import url_for
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.sources_fields import InvalidSource
@@ -58,6 +60,8 @@ class Options:
     cluster_domain: str = "cluster.local"
     tile_ms: int = DEFAULT_TILE_MS
     """``--tile``: the generated rules' tile (``alert_rules.tiles``), which findings check against each interval."""
+    evaluation_ms: int = DEFAULT_EVALUATION_MS
+    """``--evaluation-interval``: Prometheus' evaluation interval (``alert_rules.path_rules.settle_ms``)."""
     cluster_targets: bool = False
     """``check``: the files are meant for the operator, which finds a target (or a Gateway) that
     is not in them in the cluster: a warning, and the monitor is valid. ``standalone`` resolves
@@ -90,10 +94,10 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
             url = resolve_url(UrlTarget(override), spec.path).url
             if declared.protocol is not None:
                 url = url_for(url, declared.protocol)
-            return replace(declared, url=url)
+            return replace(declared, url=url, paths=combine(url_paths(url), spec.paths))
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
                           missing="is not in the given files", from_files=True)
-    return sources.resolve_target(t, spec.namespace, spec.path, ctx)
+    return sources.resolve_target(t, spec.namespace, spec.path, ctx, spec.paths)
 
 
 def _source_problems(e: InvalidSource, doc: Manifest, found: manifests.Collection,

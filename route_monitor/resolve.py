@@ -40,6 +40,9 @@ class ResolvedTarget:
     when ``spec.probe`` names none."""
     protocol_reason: str = ""
     """Which protocol and why, for ``check`` and the status (empty: none declared)."""
+    paths: tuple[str, ...] = ()
+    """Contract 11: the shared components in front of the target (``router:default``, ``dns:cluster``,
+    the declared ones), sorted (:mod:`route_monitor.paths`); a change never touches the SLI counters."""
 
 
 class TargetError(Exception):

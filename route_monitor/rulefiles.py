@@ -31,10 +31,13 @@ def default_render(slo: MonitorSLO) -> str:
 
 
 class RuleFiles:
-    def __init__(self, folder: Path, *, render: Callable[[MonitorSLO], str] = default_render) -> None:
+    def __init__(self, folder: Path, *, render: Callable[[MonitorSLO], str] = default_render,
+                 fixed: dict[str, str] | None = None) -> None:
         self.folder = folder
         self._render = render
         self._rendered: dict[MonitorSLO, str] = {}
+        self.fixed = dict(fixed or {})
+        """File name -> text of rule files that do not belong to one monitor (the shared-path rules)."""
 
     def sync(self, slos: Iterable[MonitorSLO]) -> tuple[list[Path], list[Path]]:
         """Make the folder hold exactly these monitors' files; returns (written, deleted)."""
@@ -43,8 +46,8 @@ class RuleFiles:
         self._rendered = wanted
         written: list[Path] = []
         keep: set[str] = set()
-        for slo, text in wanted.items():
-            path = self.folder / file_name(slo)
+        for name, text in [*((file_name(slo), text) for slo, text in wanted.items()), *self.fixed.items()]:
+            path = self.folder / name
             keep.add(path.name)
             try:
                 if path.read_text(encoding="utf-8") == text:

@@ -11,9 +11,10 @@ table, so a kind is added here once and both follow.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from route_monitor import paths as monitor_paths
 from route_monitor import resolve, resolve_http, sources_fields
 from route_monitor.resolve import ResolvedTarget, TargetError
 from route_monitor.spec import HTTPRouteRef, IngressRef, RouteRef, ServiceRef, SourceRef, Target, UrlTarget
@@ -41,6 +42,8 @@ class Context:
     """How a missing object is told: the operator waits for it, a file set lacks it."""
     from_files: bool = False
     """Manifests as written, with no controller to fill in their status."""
+    default_ingress_class: str | None = None
+    """The cluster's default IngressClass, when known (an Ingress without a class is served by it)."""
 
 
 def _resolve_route(obj: Mapping[str, Any], target: SourceRef, path: str | None, _: Context) -> ResolvedTarget:
@@ -99,6 +102,8 @@ class Source:
     """The kinds of :data:`DEPENDENCIES` that ``depends`` returns."""
     hosts: Callable[[Mapping[str, Any]], list[str]] | None = None
     """The object's hosts, for kinds where a monitor picks one (``routemonitor.io/host``)."""
+    paths: Callable[[Mapping[str, Any], Context], list[str]] = lambda _obj, _ctx: []
+    """Contract 11: the shared components the object names (router shards, ingress class, Gateways)."""
 
     @property
     def group(self) -> str:
@@ -116,11 +121,14 @@ class Source:
 
 
 SOURCES: tuple[Source, ...] = (
-    Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route),
+    Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route,
+           paths=lambda obj, _: monitor_paths.route_paths(obj)),
     Source("httproute", "gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes", HTTPRouteRef, _resolve_httproute,
-           depends=_gateways, reads=("gateway",), hosts=resolve_http.httproute_hosts),
+           depends=_gateways, reads=("gateway",), hosts=resolve_http.httproute_hosts,
+           paths=lambda obj, _: monitor_paths.httproute_paths(obj)),
     Source("ingress", "networking.k8s.io/v1", "Ingress", "ingresses", IngressRef, _resolve_ingress,
-           hosts=resolve_http.ingress_hosts),
+           hosts=resolve_http.ingress_hosts,
+           paths=lambda obj, ctx: monitor_paths.ingress_paths(obj, ctx.default_ingress_class)),
     Source("service", "v1", "Service", "services", ServiceRef, _resolve_service),
 )
 """In precedence order: when objects of the same name are annotated, the first one wins."""
@@ -164,13 +172,16 @@ def host_problem(kind: str, obj: Mapping[str, Any], wanted: str) -> TargetError 
     return None
 
 
-def resolve_target(target: Target, namespace: str, path: str | None, ctx: Context) -> ResolvedTarget:
-    """The URL of ``target`` for a monitor in ``namespace``; :class:`TargetError` says why not
+def resolve_target(target: Target, namespace: str, path: str | None, ctx: Context,
+                   declared: tuple[str, ...] = ()) -> ResolvedTarget:
+    """The URL of ``target`` for a monitor in ``namespace``, with its paths (those the object names,
+    ``dns:cluster`` for a host name, and ``declared``); :class:`TargetError` says why not
     (``<Kind>NotFound`` when the object is missing), and
     :class:`~route_monitor.sources_fields.InvalidSource` names the fields of the object (or of a
     Gateway it reads) that have the wrong shape."""
     if isinstance(target, UrlTarget):
-        return resolve.resolve_url(target, path)
+        resolved = resolve.resolve_url(target, path)
+        return replace(resolved, paths=monitor_paths.combine(monitor_paths.url_paths(resolved.url), declared))
     source = source_of(target)
     obj = _checked(ctx, source.kind, (namespace, target.name))
     if obj is None:
@@ -178,4 +189,5 @@ def resolve_target(target: Target, namespace: str, path: str | None, ctx: Contex
                           missing=True)
     resolved = source.resolve(obj, target, path, ctx)
     resolve.check_url_safe(resolved.url)
-    return resolved
+    derived = (*source.paths(obj, ctx), *monitor_paths.url_paths(resolved.url))
+    return replace(resolved, paths=monitor_paths.combine(derived, declared))

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from alert_rules import names
 from alert_rules.fielderrors import EMPTY, Collect, collecting, echo, mapping
 from alert_rules.model import (
+    DEFAULT_EVALUATION_MS,
     DEFAULT_PERIOD_MS,
     Alerting,
     InvalidSpec,
@@ -27,6 +28,7 @@ from alert_rules.model import (
     parse_percent,
 )
 from alert_rules.tiles import DEFAULT_TILE_MS
+from route_monitor import paths as paths_mod
 from route_monitor import urls
 from route_monitor.maintenance import Window, annotation_windows, parse_instant, parse_windows
 from route_monitor.probespec import DEFAULT_WARMUP_MS as DEFAULT_WARMUP_MS
@@ -119,16 +121,21 @@ class MonitorSpec:
     """Contract 9: every result is excluded (``spec.paused`` or ``routemonitor.io/paused: "true"``)."""
     created: float | None = None
     """``metadata.creationTimestamp`` (epoch seconds) when known: warm-up counts from it."""
+    paths: tuple[str, ...] = ()
+    """Contract 11: declared paths (``spec.paths`` and ``routemonitor.io/paths``); the operator adds
+    those it derives from the target (:mod:`route_monitor.paths`)."""
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
-    def slo(self, tile_ms: int = DEFAULT_TILE_MS) -> MonitorSLO:
-        """What the rule generator needs of this monitor; ``tile_ms``: the long windows' tile
-        (``--tile`` of ``standalone`` and ``rules``; the operator keeps the default)."""
+    def slo(self, tile_ms: int = DEFAULT_TILE_MS, evaluation_ms: int = DEFAULT_EVALUATION_MS) -> MonitorSLO:
+        """What the rule generator needs of this monitor; ``tile_ms``: the long windows' tile,
+        ``evaluation_ms``: Prometheus' evaluation interval (``--tile`` and ``--evaluation-interval`` of
+        ``standalone`` and ``rules``; the operator keeps the defaults)."""
         return MonitorSLO(namespace=self.namespace, name=self.name, objective=self.objective,
-                          interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms)
+                          interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms,
+                          evaluation_ms=evaluation_ms)
 
 
 def _keys(m: Mapping[Any, Any]) -> list[str]:
@@ -193,6 +200,7 @@ def _target(value: object, field: str, c: Collect) -> Target:
 _FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))
 _NO_TARGET: Target = UrlTarget("")
 _NO_WINDOWS: tuple[Window, ...] = ()
+_NO_PATHS: tuple[str, ...] = ()
 """Fallbacks for fields in error: a parser goes on with them and raises before returning."""
 
 
@@ -285,11 +293,15 @@ def _routemonitor(obj: Mapping[str, Any], default_namespace: str, c: Collect) ->
               f"must not exceed the probe timeout ({probe.timeout_ms}ms)")
     annotations = c.get(lambda: mapping((meta or {}).get("annotations"), "metadata.annotations"), EMPTY)
     windows, paused = _maintenance(spec, annotations, c)
+    declared = paths_mod.parse_declared(spec.get("paths"), "spec.paths", c)
+    if names.ANN_PATHS in annotations:
+        declared += c.get(lambda: tuple(paths_mod.annotation_items(
+            annotations[names.ANN_PATHS], f"metadata.annotations[{names.ANN_PATHS}]")), _NO_PATHS)
     created = (meta or {}).get("creationTimestamp")
     return MonitorSpec(
         namespace=namespace, name=name, target=target, path=path, probe=shared(probe), objective=shared(objective),
         alerting=shared(c.get(lambda: parse_alerting(spec.get("alerting")), Alerting())), maintenance=windows,
-        paused=paused,
+        paused=paused, paths=paths_mod.combine(declared),
         created=None if created is None else c.get(lambda: parse_instant(created, "metadata.creationTimestamp"),
                                                    None),
     )

@@ -73,6 +73,8 @@ def alert_labels(severity: str, alertname: str = names.ALERT_ERROR_BUDGET_BURN) 
     pytest.param(alert_labels("critical", "SomeoneElsesAlert"), "null", id="other-alerts-untouched"),
     pytest.param({"alertname": operator_alerts.OPERATOR_DOWN, names.LABEL_SEVERITY: "critical"},
                  "route-monitor-pagerduty", id="operator-down-pages"),
+    pytest.param({"alertname": names.ALERT_SHARED_PATH_DOWN, names.LABEL_PATH: "router:a",
+                  names.LABEL_SEVERITY: "critical"}, "route-monitor-pagerduty", id="shared-path-down-pages"),
     pytest.param({"alertname": operator_alerts.SCHEDULE_LAG, names.LABEL_SEVERITY: "warning", "instance": "a"},
                  "route-monitor-ticket", id="operator-lag-tickets"),
 ])
@@ -182,12 +184,33 @@ def test_operator_down_pages_once_and_silences_every_probes_absent_ticket(paging
     assert len(paging.sink.received(PAGERDUTY_PATH)) == 1, "one page, not one per blind SLO"
 
 
+def path_down(path: str, affected: int) -> dict[str, Any]:
+    return {"labels": {"alertname": names.ALERT_SHARED_PATH_DOWN, "path": path, "severity": "critical"},
+            "annotations": {"summary": f"{path} is down: {affected} monitors behind it are failing",
+                            "description": "d", "runbook_url": "https://runbooks.example/path"}}
+
+
+@pytest.mark.prometheus
+def test_shared_path_down_is_one_incident_per_path_and_silences_no_ticket(paging: Paging) -> None:
+    paging.alertmanager.post_alerts([path_down("router:a", 8), path_down("gateway:infra/edge", 3)])
+    paging.sink.wait_for(PAGERDUTY_PATH, lambda b: b["payload"]["source"] == "gateway:infra/edge", what="edge")
+    a = paging.sink.wait_for(PAGERDUTY_PATH, lambda b: b["payload"]["source"] == "router:a", what="router:a").body
+    assert a["payload"]["summary"] == "router:a is down: 8 monitors behind it are failing"
+    links = {link["text"]: link["href"] for link in a["links"]}
+    assert links["Grafana dashboard"].endswith("/d/route-monitor-overview/route-monitor-slo-overview?var-path=router:a")
+    paging.alertmanager.post_alerts([alert("cart", "warning", long="1d", short="2h")])
+    paging.sink.wait_for(TICKET_PATH, lambda b: b["groupLabels"]["monitor"] == "cart", what="an unrelated ticket")
+    triggers = [r.body for r in paging.sink.received(PAGERDUTY_PATH) if r.body["event_action"] == "trigger"]
+    assert len({t["dedup_key"] for t in triggers}) == len(triggers) == 2
+
+
 def test_alertmanagerconfig_and_secret_example_mirror_the_shipped_config() -> None:
     cfg = yaml.safe_load(CONFIG.read_text())
     amc = yaml.safe_load((ALERTMANAGER_DIR / "alertmanagerconfig.yaml").read_text())["spec"]
     secret = yaml.safe_load((ALERTMANAGER_DIR / "secret.example.yaml").read_text())
     ours = cfg["route"]["routes"][0]
     assert amc["route"]["groupBy"] == ours["group_by"]
+    assert amc["route"]["routes"][0]["groupBy"] == ours["routes"][0]["group_by"] == ["alertname", "path"]
     assert [r["receiver"] for r in amc["route"]["routes"]] == [r["receiver"] for r in ours["routes"]]
     assert amc["inhibitRules"][0]["equal"] == cfg["inhibit_rules"][0]["equal"]
     key_ref = amc["receivers"][0]["pagerdutyConfigs"][0]["routingKey"]

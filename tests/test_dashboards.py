@@ -118,7 +118,7 @@ def test_burn_rate_panel_draws_each_pairs_factor_for_the_monitors_period() -> No
 
 
 def test_overview_rows_link_to_the_monitor_detail_dashboard() -> None:
-    [table] = [p for p in load("slo-overview.json")["panels"] if p["type"] == "table"]
+    [table] = [p for p in load("slo-overview.json")["panels"] if p["type"] == "table" and p["title"] == "Monitors"]
     links = [prop["value"][0]["url"] for o in table["fieldConfig"]["overrides"] for prop in o["properties"]
              if prop["id"] == "links"]
     assert links and all(u.startswith("/d/route-monitor-detail/") and "${__data.fields.monitor}" in u for u in links)
@@ -142,7 +142,7 @@ def test_budget_panels_read_the_recorded_period_budget() -> None:
     """Budget panels read the hourly-recorded period budget (like Sloth and Pyrra), not a 30-day
     increase() over raw counters; the query-time computation is only the fallback for the first hour."""
     overview, detail = load("slo-overview.json")["panels"], load("monitor-detail.json")["panels"]
-    [table] = [p for p in overview if p["type"] == "table"]
+    [table] = [p for p in overview if p["type"] == "table" and p["title"] == "Monitors"]
     [lowest] = [p for p in overview if p["title"] == "Lowest budget remaining"]
     [panel] = [p for p in detail if p["title"] == "Error budget remaining over the SLO period"]
     [column] = [t["expr"] for t in table["targets"] if names.BUDGET_REMAINING_RECORD in t["expr"]]
@@ -150,3 +150,15 @@ def test_budget_panels_read_the_recorded_period_budget() -> None:
         recorded, _, fallback = expr.removeprefix("min(").partition(" or ")
         assert recorded.startswith(names.BUDGET_REMAINING_RECORD + "{"), expr
         assert "increase(" not in recorded and "increase(" in fallback
+
+
+def test_overview_shows_each_shared_path_and_its_failing_monitors() -> None:
+    """Contract 11: a panel per path (monitors behind it, how many failing), narrowed by ``var-path``,
+    the variable RouteMonitorSharedPathDown's dashboard link sets."""
+    dash = load("slo-overview.json")
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    assert variables["path"]["definition"] == f"label_values({names.MONITOR_PATH_INFO}, path)"
+    [panel] = [p for p in dash["panels"] if p["title"] == "Shared paths"]
+    monitors, failing = (t["expr"] for t in panel["targets"])
+    assert monitors.startswith("count by (path)") and 'path=~"$path"' in monitors
+    assert names.FAILING_RECORD in failing and 'reason="dns_error"' in failing and 'path=~"$path"' in failing

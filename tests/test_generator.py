@@ -87,7 +87,8 @@ def test_burn_description_states_the_numbers() -> None:
     d = page["annotations"]["description"]
     assert "More than 1.44% of the probes of shop/checkout failed over both the last 1h and the last 5m" in d
     assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the error budget" in d
-    assert page["expr"].splitlines()[-1].endswith(">= 2")  # the single-probe guard
+    burn = page["expr"].split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
+    assert burn.splitlines()[-2].endswith(">= 2")  # the single-probe guard
 
 
 def test_annotations_and_labels_are_literal_text_not_templates() -> None:
@@ -122,7 +123,7 @@ def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
             for m in raw:
                 assert 'namespace="shop",monitor="checkout"' in m.group(0)
                 window = m.group(2) or m.group(3)
-                assert window in (None, "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
+                assert window in (None, "1m", "2m", "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
             if raw and "record" in rule:
                 assert "sum by (namespace, monitor)" in rule["expr"]
     assert reads >= 4, "no raw read of the probe series found: the pattern no longer matches the rules"

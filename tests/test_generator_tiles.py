@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from alert_rules import findings, prometheus_rule_file, promtool_tests, readback, rule_groups, tiles
+from alert_rules import findings, names, prometheus_rule_file, promtool_tests, readback, rule_groups, tiles
 from alert_rules.model import LatencyObjective, MonitorSLO, Objective
 from route_monitor.cli import build_parser, main
 from tests.support import promtool
@@ -61,7 +61,9 @@ def test_only_standalone_and_rules_take_a_tile() -> None:
 
 
 def without_exprs(groups: list[dict[str, Any]]) -> list[Any]:
-    return [{k: v for k, v in r.items() if k != "expr"} for g in groups for r in g["rules"] if "alert" in r]
+    """Alerts as users see them: no expression, and no ``for:`` (a tiled alert waits one tile)."""
+    return [{k: v for k, v in r.items() if k not in ("expr", "for")} for g in groups for r in g["rules"]
+            if "alert" in r]
 
 
 @pytest.mark.parametrize("tile", ["30s", "1m"])
@@ -71,6 +73,7 @@ def test_short_tile_rules_read_only_what_they_record(tile: str) -> None:
     assert fast == default[0]  # the 1h/5m page and absence alert read the raw counters
     assert long["interval"] == tile and period["interval"] == "1h"
     assert without_exprs(short) == without_exprs(default)  # same alerts, labels, annotations
+    assert {r["for"] for r in long["rules"] if r.get("alert") == names.ALERT_ERROR_BUDGET_BURN} == {tile}
     recorded = {r["record"] for g in short for r in g["rules"] if "record" in r}
     for group in (long, period):
         for rule in group["rules"]:

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from alert_rules import names
+from route_monitor.commands.standalone import PATH_RULES_FILE
 from tests.support import servers
 from tests.support.net import free_port, wait_for
 from tests.support.servers import Targets, status
@@ -111,7 +113,8 @@ def proc_factory(folder: Path) -> Iterator[list[Proc]]:
 
 
 def rule_files(proc: Proc) -> list[str]:
-    return sorted(p.name for p in proc.rules.glob("*.rules.yml"))
+    """The monitors' rule files (the shared-path rules file is there too, whatever the monitors)."""
+    return sorted(p.name for p in proc.rules.glob("*.rules.yml") if p.name != PATH_RULES_FILE)
 
 
 def ok_probes(proc: Proc, monitor: str) -> float:
@@ -149,6 +152,7 @@ def test_manifests_in_metrics_and_rules_out_edits_followed_sigterm_exits_0(
 
     wait_for(lambda: rule_files(proc) == ["shop_checkout.rules.yml", "shop_payments.rules.yml",
                                           "shop_storefront.rules.yml"], timeout=10, what="one rule file per monitor")
+    assert (proc.rules / PATH_RULES_FILE).read_text().startswith(names.GENERATED_HEADER)
     if shutil.which("promtool"):
         check = subprocess.run(["promtool", "check", "rules", *map(str, proc.rules.glob("*.rules.yml"))],
                                capture_output=True, text=True, timeout=60)

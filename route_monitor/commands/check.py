@@ -12,6 +12,8 @@ The files are read once, and targets resolved as ``standalone`` resolves them
 a warning: manifests meant for the operator leave it to the cluster.
 Contract 9: each monitor's warm-up, pause and the start of its next maintenance window, as an
 absolute date and time with its offset (on the window's own clock).
+Contract 11: each monitor's paths (the shared components a shared outage pages once for); a
+target left to the cluster shows its declared paths, the cluster adds those it derives.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def speaks(spec: MonitorSpec, planned: fileplan.Plan) -> str:
                                  found.protocol_reason if found else "")
 
 
+def paths_line(spec: MonitorSpec, planned: fileplan.Planned | None) -> str:
+    """``  paths: dns:cluster, router:default`` (what a shared outage of one pages once for)."""
+    if planned is not None:
+        shown = ", ".join(planned.target.paths) or "none"
+        return f"  paths: {shown}\n"
+    declared = ", ".join(spec.paths)
+    return (f"  paths: {declared + ' ' if declared else ''}(and those the cluster shows: router, ingress class, "
+            "Gateway, DNS)\n")
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
         now: float | None = None) -> int:
     """Exit 0: valid (warnings allowed unless ``--strict``); 1: errors (or warnings with
@@ -77,7 +89,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
             path = f", path {spec.path}" if spec.path else ""
             out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n  protocol: "
-                      f"{speaks(spec, planned)}\n{exclusions(spec, at)}\n")
+                      f"{speaks(spec, planned)}\n{paths_line(spec, planned.monitors.get(spec.key))}"
+                      f"{exclusions(spec, at)}\n")
         report(problems, err)
         if not nothing:
             print(f"{len(monitors)} monitor(s), {errors} error(s), {warnings} warning(s)", file=err)

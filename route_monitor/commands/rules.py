@@ -5,7 +5,8 @@ Prometheus rule file for all monitors, or one ``PrometheusRule`` object per moni
 ``--tile 30s`` shortens the long windows' tiles (test and demo stacks, ``alert_rules.tiles``).
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
 document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
-route-monitor's own alerts instead (``deploy/base/operator-rules.yaml`` is that output).
+route-monitor's own alerts and the shared-path rules (``--shared-path-*``) instead
+(``deploy/base/operator-rules.yaml`` is that output).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command (exit 1) and nothing is written. No
@@ -25,6 +26,7 @@ from alert_rules import prometheus_rule_file, prometheus_rule_object, promtool_t
 from alert_rules.model import RuleDefaults
 from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_rule, operator_rule_groups
 from alert_rules.operator_fixtures import operator_promtool_tests
+from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import cliargs, fileplan, manifests
@@ -37,6 +39,7 @@ def add_arguments(ru: argparse.ArgumentParser) -> None:
                     help="print route-monitor's own alerts (operator down, reconcile errors, lag...) instead")
     cliargs.rule_flags(ru)
     cliargs.tile_flag(ru)
+    cliargs.path_flags(ru)
     ru.add_argument("--job", default="route-monitor", metavar="JOB",
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
@@ -101,18 +104,30 @@ def write_tests(monitors: Sequence[MonitorSpec], folder: Path, defaults: RuleDef
     return written
 
 
+def path_settings(args: argparse.Namespace) -> PathAlerting:
+    """``--shared-path-*`` and the runbook/dashboard bases (``rules`` and ``standalone``)."""
+    return PathAlerting(min_monitors=args.shared_path_min_monitors, min_ratio=args.shared_path_min_ratio,
+                        hold=args.shared_path_hold,
+                        runbook_base=getattr(args, "runbook_base_url", None) or RuleDefaults.runbook_base,
+                        dashboard_base=getattr(args, "dashboard_base_url", None) or "")
+
+
 def run_operator(args: argparse.Namespace, out: TextIO) -> int:
-    """``rules --operator``: route-monitor's own alerts, with promtool fixtures under ``--tests``."""
+    """``rules --operator``: route-monitor's own alerts and the shared-path rules (one group each,
+    for the whole installation), with promtool fixtures under ``--tests``."""
     settings = OperatorAlerting(job=args.job, runbook_base=args.runbook_base_url or RuleDefaults.runbook_base)
+    groups = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]
     if args.format == "prometheus":
-        text = with_header(to_yaml({"groups": operator_rule_groups(settings)}))
+        text = with_header(to_yaml({"groups": groups}))
     else:
-        text = with_header("---\n" + to_yaml(operator_prometheus_rule(settings)))
+        obj = operator_prometheus_rule(settings)
+        obj["spec"]["groups"] = groups
+        text = with_header("---\n" + to_yaml(obj))
     if args.tests:
         folder = Path(args.tests)
         folder.mkdir(parents=True, exist_ok=True)
         rules = folder / "route-monitor-operator.rules.yml"
-        rules.write_text(with_header(to_yaml({"groups": operator_rule_groups(settings)})), encoding="utf-8")
+        rules.write_text(with_header(to_yaml({"groups": groups})), encoding="utf-8")
         (folder / "route-monitor-operator.test.yml").write_text(
             with_header(to_yaml(operator_promtool_tests(settings, rules.name))), encoding="utf-8")
     if args.output:
@@ -140,7 +155,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         cliargs.error("rules", f"nothing to monitor in {' '.join(args.paths)}: no RouteMonitor and no annotated "
                       "Route, HTTPRoute, Ingress or Service found", err)
         return cliargs.USAGE
-    defaults = replace(rule_defaults(args), tile_ms=args.tile)
+    defaults = replace(rule_defaults(args), tile_ms=args.tile, evaluation_ms=args.evaluation_interval)
     text = render(loaded.monitors, args.format, defaults)
     if args.tests:
         write_tests(loaded.monitors, Path(args.tests), defaults)

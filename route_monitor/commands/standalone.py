@@ -1,7 +1,8 @@
 """``route-monitor standalone PATH...``: the probe engine on monitors read from YAML files.
 
 Serves ``/metrics`` (``--metrics-address``), writes the generated rules to ``--rules-dir`` as
-plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``), re-reads the
+plain Prometheus rule files (with ``--tile``'s tiles, see ``alert_rules.tiles``; the shared-path
+rules of the whole installation in ``route-monitor-paths.rules.yml``, ``--shared-path-*``), re-reads the
 files when they change (polling), and exits 0 on SIGTERM/SIGINT. Problems go to stderr naming
 the file, the object and the field; with nothing valid to monitor at start-up the exit status
 is 2. Logs like the operator (``--log-format``, ``--log-level``, :mod:`route_monitor.logs`):
@@ -27,8 +28,11 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from alert_rules import durations
+from alert_rules.path_rules import PathAlerting, path_rule_groups
+from alert_rules.render import to_yaml, with_header
 from route_monitor import cliargs, logs
 from route_monitor.canaryflag import CanaryFlagError, canary_settings, in_cluster
+from route_monitor.commands.rules import path_settings
 from route_monitor.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.httpserver import MetricsServer
 from route_monitor.manifests import ManifestError
@@ -42,6 +46,8 @@ from route_monitor.rulefiles import RuleFiles
 from route_monitor.transitions import Transitions
 
 RELOAD_POLL_SECONDS = 1.0
+PATH_RULES_FILE = "route-monitor-paths.rules.yml"
+"""The shared-path rules (Contract 11), written beside the monitors' rule files."""
 SHOW_MONITORS = 20
 STALLED_SECONDS = 30.0
 """/healthz fails when the event loop has not come round for this long (a hung process)."""
@@ -61,6 +67,7 @@ def add_arguments(st: argparse.ArgumentParser) -> None:
     st.add_argument("--cluster-domain", default="cluster.local", metavar="DOMAIN",
                     help="cluster DNS domain of Service URLs (default cluster.local)")
     cliargs.tile_flag(st)
+    cliargs.path_flags(st)
     cliargs.canary_flag(st, "the kube-apiserver's /readyz in a pod; outside a cluster, none")
     cliargs.log_flags(st)
 
@@ -76,10 +83,12 @@ def say_problem(p: ManifestError) -> None:
 class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
-                 tls: TLSContexts | None = None, canary: CanarySettings | None = None) -> None:
+                 tls: TLSContexts | None = None, canary: CanarySettings | None = None,
+                 path_alerting: PathAlerting | None = None) -> None:
         self.paths = paths
         self.options = options or Options()
-        self.rules = RuleFiles(Path(rules_dir)) if rules_dir else None
+        shared = {PATH_RULES_FILE: with_header(to_yaml({"groups": path_rule_groups(path_alerting)}))}
+        self.rules = RuleFiles(Path(rules_dir), fixed=shared) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry)
         self.transitions = Transitions(log)
@@ -129,8 +138,9 @@ class Standalone:
         event loop keeps probing meanwhile). Only monitors whose SLO changed are re-rendered."""
         if self.rules is None:
             return
-        written, deleted = await asyncio.to_thread(self.rules.sync, [p.spec.slo(self.options.tile_ms)
-                                                                   for p in self.current.values()])
+        o = self.options
+        slos = [p.spec.slo(o.tile_ms, o.evaluation_ms) for p in self.current.values()]
+        written, deleted = await asyncio.to_thread(self.rules.sync, slos)
         if written or deleted:
             log.info("rules: %d file(s) written, %d deleted in %s", len(written), len(deleted), self.rules.folder)
 
@@ -207,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(fmt=getattr(args, "log_format", "text"), level=getattr(args, "log_level", "info"))
     try:
         options = Options(parse_service_urls(getattr(args, "service_url", [])),
-                          getattr(args, "cluster_domain", "cluster.local"), args.tile)
+                          getattr(args, "cluster_domain", "cluster.local"), args.tile,
+                          evaluation_ms=args.evaluation_interval)
         tls, extra_trust = contexts_from_env(os.environ)
         canary = canary_settings(getattr(args, "canary_url", None), in_cluster(os.environ))
     except (ValueError, TrustError, CanaryFlagError) as e:
@@ -216,5 +227,6 @@ def run(args: argparse.Namespace) -> int:
     for warning, line in extra_trust.notes():
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
-                     max_concurrency=args.max_concurrency, options=options, tls=tls, canary=canary)
+                     max_concurrency=args.max_concurrency, options=options, tls=tls, canary=canary,
+                     path_alerting=path_settings(args))
     return asyncio.run(app.main())

@@ -167,7 +167,7 @@ def resolve_target(spec: MonitorSpec, world: World, *, allow_url_targets: bool,
                           "--allow-url-targets; use a route or service target")
     ctx = sources.Context(lookup=world.lookup, cluster_domain=cluster_domain)
     try:
-        return sources.resolve_target(spec.target, spec.namespace, spec.path, ctx)
+        return sources.resolve_target(spec.target, spec.namespace, spec.path, ctx, spec.paths)
     except resolve.TargetError as e:
         return Unresolved(e.reason, e.message)
     except InvalidSource as e:

@@ -142,9 +142,12 @@ def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
         slo = (previous or {}).get("slo")
         conds += [dict(c) for t, c in before.items() if t == slo_state.CONDITION]
     url = obs.target.url if isinstance(obs.target, ResolvedTarget) else None
-    out = {"observedGeneration": obs.generation, "url": url, "conditions": conds, "lastProbe": probe, "slo": slo}
+    out: dict[str, Any] = {"observedGeneration": obs.generation, "url": url, "conditions": conds,
+                           "lastProbe": probe, "slo": slo}
     if obs.probed_by is not None:
         out["probedBy"] = obs.probed_by
+    if isinstance(obs.target, ResolvedTarget):
+        out["paths"] = list(obs.target.paths)
     if obs.next_maintenance is not None:
         out["nextMaintenance"] = timestamp(obs.next_maintenance)
     return out
@@ -159,4 +162,4 @@ def significant(status: Mapping[str, Any] | None) -> object:
                   for c in status.get("conditions") or [])
     slo = {k: v for k, v in (status.get("slo") or {}).items() if k != "updated"} or None
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
-            status.get("probedBy"), status.get("nextMaintenance"), slo)
+            status.get("probedBy"), status.get("nextMaintenance"), slo, tuple(status.get("paths") or ()))

@@ -152,7 +152,7 @@ class ProbeEngine:
         if target.protocol is not None and not settings.protocol.explicit:
             settings = dataclasses.replace(settings, protocol=discovered(settings.protocol, target.protocol))
         url = url_for(target.url, settings.protocol)
-        series = self.metrics.add(key, TargetInfo(url, target.kind, target.name),
+        series = self.metrics.add(key, TargetInfo(url, target.kind, target.name, target.paths),
                                   latency.threshold_seconds if latency else None)
         interval = spec.probe.interval_ms / 1000
         worker = _Worker(spec, target, self.prober.request(key, url, settings, target.credentials), series,

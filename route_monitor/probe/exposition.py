@@ -50,6 +50,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     phase_family = _family(names.PROBE_PHASE_DURATION_SECONDS, "gauge", helps[names.PROBE_PHASE_DURATION_SECONDS])
     status = _family(names.PROBE_HTTP_STATUS_CODE, "gauge", helps[names.PROBE_HTTP_STATUS_CODE])
     pd = names.PROBE_PHASE_DURATION_SECONDS
+    path_info = _family(names.MONITOR_PATH_INFO, "gauge", helps[names.MONITOR_PATH_INFO])
     p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
     for s in series:
         ident = s.ident
@@ -79,7 +80,9 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
                 phase_family.append(f'{pd}{{{ident},phase="{phase}"}} {seconds!r}')  # finite: repr is exact
         if s.status_code is not None:
             status.append(f"{names.PROBE_HTTP_STATUS_CODE}{{{ident}}} {s.status_code}.0")
+        for path in s.info.paths:  # paths match a pattern that needs no escape
+            path_info.append(f'{names.MONITOR_PATH_INFO}{{{ident},{names.LABEL_PATH}="{path}"}} 1.0')
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
     return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance, *warming,
-                      *phase_family, *status, *flight]) + "\n"
+                      *phase_family, *status, *path_info, *flight]) + "\n"

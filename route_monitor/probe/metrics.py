@@ -51,6 +51,7 @@ HELP = {
     names.WARMING_UP: "1 while the monitor warms up (its failing probes are not counted yet), else 0",
     names.PROBE_PHASE_DURATION_SECONDS: "The last probe's seconds in each phase, summed over its redirects",
     names.PROBE_HTTP_STATUS_CODE: "Status code of the last probe's last response (0: none came)",
+    names.MONITOR_PATH_INFO: "A shared component between the prober and the monitor's target (always 1)",
 }
 
 
@@ -70,6 +71,8 @@ class TargetInfo:
     url: str
     kind: str
     name: str
+    paths: tuple[str, ...] = ()
+    """Contract 11: one ``route_monitor_monitor_path_info`` series each (not SLI labels)."""
 
 
 class Hist:
@@ -242,6 +245,8 @@ class _Collector:
         phases = GaugeMetricFamily(names.PROBE_PHASE_DURATION_SECONDS, HELP[names.PROBE_PHASE_DURATION_SECONDS],
                                    labels=[*ident, names.LABEL_PHASE])
         status = GaugeMetricFamily(names.PROBE_HTTP_STATUS_CODE, HELP[names.PROBE_HTTP_STATUS_CODE], labels=ident)
+        path_info = GaugeMetricFamily(names.MONITOR_PATH_INFO, HELP[names.MONITOR_PATH_INFO],
+                                      labels=[*ident, names.LABEL_PATH])
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
@@ -271,5 +276,7 @@ class _Collector:
                     phases.add_metric([ns, mon, phase], seconds)
             if s.status_code is not None:
                 status.add_metric([ns, mon], s.status_code)
+            for path in s.info.paths:
+                path_info.add_metric([ns, mon, path], 1)
         yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, warming, phases, status,
-                    in_flight)
+                    path_info, in_flight)

@@ -21,7 +21,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,17 +97,19 @@ class Stack:
 
 
 @contextmanager
-def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: str | None = None) -> Iterator[str]:
-    """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` rule files exist.
-    ``tile``: its ``--tile`` (default: the production 5m)."""
+def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: str | None = None,
+               args: Sequence[str] = ()) -> Iterator[str]:
+    """``route-monitor standalone`` on ``folder/monitors``; yields its metrics address once ``count`` monitors'
+    rule files (and the shared-path rules) exist. ``tile``: its ``--tile`` (default: the production 5m);
+    ``args``: more flags. The rules are told Prometheus evaluates every second, as ``run_prometheus`` does."""
     port = free_port()
     log = (folder / "standalone.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
                              "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules),
-                             *(["--tile", tile] if tile else [])],
+                             *(["--tile", tile] if tile else []), "--evaluation-interval", "1s", *args],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: len(list(rules.glob("*.yml"))) == count, timeout=30, what="rule files")
+        wait_for(lambda: len(list(rules.glob("*.yml"))) == count + 1, timeout=30, what="rule files")
         yield f"127.0.0.1:{port}"
     finally:
         stop(proc)
