@@ -90,7 +90,7 @@ CASES = [
                   "mean `timeZone`?"], id="deep-typos-all-at-once"),
     pytest.param(spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9'}\n  colour: blue\n"),
                  ["m.yaml:7: error: RouteMonitor/web/shop: spec.colour: unknown field; known: alerting, maintenance, "
-                  "path, paused, probe, slo, target"], id="no-near-name-lists-the-known-ones"),
+                  "path, paths, paused, probe, slo, target"], id="no-near-name-lists-the-known-ones"),
     pytest.param("apiVersion: v1\nkind: List\nitems:\n- " + GOOD.replace("\n", "\n  ").rstrip() + "\n- " +
                  spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9', perod: 30d}\n")
                  .replace("\n", "\n  ").rstrip() + "\n",

@@ -112,7 +112,7 @@ def test_json_logs_carry_an_rfc3339_time_and_the_monitor(targets: Targets, tmp_p
     assert (up["level"], up["namespace"], up["monitor"]) == ("INFO", "shop", "web")
     assert records[-1]["message"] == "stopped"
     [bad] = [r for r in records if "RouteMonitor/shop/bad" in r["message"]]
-    assert bad["message"].startswith(f"{folder / 'bad.yaml'}: error: RouteMonitor/shop/bad: spec.slo.availability: ")
+    assert bad["message"].startswith(f"{folder / 'bad.yaml'}:7: error: RouteMonitor/shop/bad: spec.slo.availability: ")
     assert bad["level"] == "ERROR" and "finding" not in bad
 
 
@@ -124,5 +124,5 @@ def test_problems_in_the_files_read_as_check_prints_them(targets: Targets, tmp_p
     (folder / "bad.yaml").write_text(routemonitor("bad", "http://bad.example/").replace('"99.5"', '"101"'))
     proc = start(folder, running)
     [line] = [ln for ln in proc.log.splitlines() if "RouteMonitor/shop/bad" in ln]
-    assert line.startswith(f"{folder / 'bad.yaml'}: error: RouteMonitor/shop/bad: spec.slo.availability: "), line
+    assert line.startswith(f"{folder / 'bad.yaml'}:7: error: RouteMonitor/shop/bad: spec.slo.availability: "), line
     assert proc.stop() == 0
