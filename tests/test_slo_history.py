@@ -98,13 +98,13 @@ EDGE_RESTART = OCT + 19 * D + 6 * H + 17
 
 
 def offgrid(t: int) -> tuple[int, int]:
-    """10 probes per sample, sampled at 17 s past every minute (a scrape offset: no sample on a day's
-    edge, so ``increase()`` would stretch every day to its edges); a 72-minute outage on Oct 12 at
-    03:00 fails exactly 720 probes; the prober restarts on Oct 20 at 06:00:17."""
-    return (0, 10) if within(t, EDGE_OUTAGE, 72) else (10, 0)
+    """48 probes per sample, sampled at 17 s past every 5 minutes (a scrape offset: no sample on a
+    day's edge, so ``increase()`` would stretch every day to its edges); a 72-minute outage on Oct
+    12 at 03:00 fails exactly 720 probes (15 samples); the prober restarts on Oct 20 at 06:00:17."""
+    return (0, 48) if within(t, EDGE_OUTAGE, 72) else (48, 0)
 
 
-OFFGRID = Counter("edge", "offgrid", REPORT_FROM + 17, REPORT_TO, 60, offgrid, resets=frozenset({EDGE_RESTART}))
+OFFGRID = Counter("edge", "offgrid", REPORT_FROM + 17, REPORT_TO, STEP, offgrid, resets=frozenset({EDGE_RESTART}))
 
 
 def report_history() -> tuple[list[Counter], list[Gauge]]:
@@ -251,9 +251,9 @@ def test_report_for_a_past_month_matches_the_numbers_by_hand(prom: HistoryPromet
 
 def test_report_counts_are_exact_off_the_days_edges(prom: HistoryPrometheus) -> None:
     """Samples never on a day's edge, a day with 720 failures, a restart: the counts are exactly
-    the samples' (``increase()`` a day at a time read 720.5 failures: each day stretched to its edges)."""
+    the samples' (``increase()`` a day at a time read 722.5 failures: each day stretched to its edges)."""
     total, failed = OFFGRID.counted(OCT, NOV)
-    assert (total, failed) == (31 * 1440 * 10, 720)
+    assert (total, failed) == (31 * 288 * 48, 720)
     result = report(prom, "--month", "2026-10", "--format", "json", "--namespace", "edge")
     assert result.returncode == 0, result.stderr
     row = by_monitor(json.loads(result.stdout))[("edge", "offgrid")]
