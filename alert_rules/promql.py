@@ -99,6 +99,18 @@ def tiles_sum(record_sel: str, window: str, tile: str) -> str:
     return f"sum_over_time({record_sel}[{window}:{tile}])"
 
 
+def sparse_tiles_sum(record_sel: str, window: str, tile: str) -> str:
+    """Sum of ``tile``-long tiles recorded once per ``tile`` (at any offset within it) over ``window``.
+
+    :func:`tiles_sum` finds a tile at each aligned step only when the tile is at most the query
+    lookback (5 minutes by default) old there: true of 5-minute tiles, never of hourly ones
+    recorded at a group's offset within the hour (a step on the hour would find the last one only
+    for groups evaluated in the last 5 minutes of the hour). Here each step takes the last tile
+    within the ``tile`` before it: exactly one per step in a real Prometheus (one evaluation per
+    ``tile``), and the step's own in ``promtool test rules`` (every group at every step)."""
+    return f"sum_over_time(last_over_time({record_sel}[{tile}])[{window}:{tile}])"
+
+
 def ratio(numerator: str, denominator: str) -> str:
     return f"{numerator}\n/\n{denominator}"
 
@@ -110,6 +122,19 @@ def one_minus_ratio(numerator: str, denominator: str) -> str:
 def all_of(*conditions: str) -> str:
     """Conditions on series with the same (namespace, monitor) labels; the value is the first's."""
     return "\nand\n".join(conditions)
+
+
+def unless(expr: str, condition: str) -> str:
+    """``expr`` for the monitors where ``condition`` has no series (matched on namespace, monitor)."""
+    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{condition}\n)"
+
+
+def any_of(*exprs: str) -> str:
+    return "\nor\n".join(exprs)
+
+
+def max_over(sel: str, window: str) -> str:
+    return f"max_over_time({sel}[{window}])"
 
 
 def above(sel: str, threshold: Decimal) -> str:

@@ -16,13 +16,16 @@ Status (every few minutes, at "now"):
   budget by the caller.
 
 Report (once, for a past range ``[end - range, end]``, evaluated at ``end``): the raw counters'
-``increase()`` over exactly that range (counter resets handled by ``increase``; it extrapolates
-each series to the range's edges by at most about one scrape interval; the report asks for it a
-day at a time and adds the days up, to stay under Prometheus' limit of samples per query), the
-objective in force at the end of the range, and the burn alerts that fired (``ALERTS``).
+last samples at the edges of each day of the range, their resets, and the raw samples of the
+few series that reset or started within a day (``route_monitor.exactcount``: exact counts,
+never ``increase()``'s extrapolation; a day at a time, to stay under Prometheus' limit of samples
+per query), the objective in force at the end of the range, and the burn alerts that fired
+(``ALERTS``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from alert_rules import durations, names, promql
 from alert_rules.tiles import DEFAULT_TILE_MS
@@ -59,11 +62,20 @@ def error_ratio_1h() -> str:
     return names.error_ratio_record(BURN_WINDOW)
 
 
-def probes_by_result(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
-    """Probes within the range per monitor and ``result`` (``success``/``failure``)."""
-    sel = names.PROBES_TOTAL + _matchers(namespaces)
-    return (f"sum by ({promql.BY_MONITOR}, {names.LABEL_RESULT}) "
-            f"({promql.increase(sel, f'{range_seconds}s')})")
+def probe_counters(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """Every probe counter series' last sample within the range (all its labels kept)."""
+    return f"last_over_time({names.PROBES_TOTAL}{_matchers(namespaces)}[{range_seconds}s])"
+
+
+def probe_counter_resets(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """How many times each probe counter series went down (a prober restart) within the range."""
+    return f"resets({names.PROBES_TOTAL}{_matchers(namespaces)}[{range_seconds}s])"
+
+
+def raw_probe_counter(labels: Mapping[str, str], range_seconds: int) -> str:
+    """One probe counter series (all its labels) as raw samples over the range."""
+    matchers = tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+    return f"{promql.selector(names.PROBES_TOTAL, matchers)}[{range_seconds}s]"
 
 
 def objectives(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:

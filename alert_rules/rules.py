@@ -28,9 +28,10 @@ Two groups per monitor, designed for thousands of monitors in one Prometheus:
     (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30 seconds, with the
     same windows and thresholds); record names carry the tile.
 
-``route-monitor/<namespace>/<name>/period`` (``interval: 1h``)
+``route-monitor/<namespace>/<name>/period`` (``interval: 1h``, twelve tiles)
     The availability over the whole SLO period and the error budget left, for dashboards
-    (hourly tiles summed from the 5-minute ones, the period from the hourly ones).
+    (hourly tiles summed from the 5-minute ones, the period from the hourly ones, each hourly
+    tile taken as the last one within its hour: see ``_period_group``).
 
 Correctness across prober restarts and moves: every expression aggregates
 ``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
@@ -56,14 +57,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, names, path_rules, promql, tiles
+from alert_rules import alerts, durations, holdoff, names, path_rules, promql, tiles
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
 from alert_rules.windows import AlertWindow, alert_windows, windows_of
 
-HOUR_TILE = "1h"
-PERIOD_GROUP_INTERVAL = HOUR_TILE
-"""The period group records one hourly tile (12 five-minute tiles by default) per evaluation."""
+TILES_PER_HOUR_TILE = 12
+"""The period group records one *hourly tile* of 12 tiles per evaluation, its ``interval``: an hour
+at the default 5-minute tile; a shortened tile (``--tile``) shortens it alike (2 minutes for 10s
+tiles), so a test or demo stack sees its period records within minutes, not an hour."""
 FAST_MAX_MS = 3_600_000
 """Window pairs whose long window is at most 1h (the 1h/5m page) are evaluated in the fast
 group, their windows computed from the raw counters; every other window is summed from tiles."""
@@ -82,6 +84,12 @@ def tile_of(slo: MonitorSLO) -> str:
     """The monitor's tile as a duration (``5m``): also the long-window group's interval."""
     tiles.check(slo.tile_ms)
     return durations.format_ms(slo.tile_ms)
+
+
+def hour_tile_of(slo: MonitorSLO) -> str:
+    """The period group's interval and the length of its hourly tiles (``1h`` by default)."""
+    tiles.check(slo.tile_ms)
+    return durations.format_ms(TILES_PER_HOUR_TILE * slo.tile_ms)
 
 
 def group_names(slo: MonitorSLO) -> tuple[str, str, str]:
@@ -109,11 +117,21 @@ def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
     ), w.short)
 
 
-def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> dict[str, Any]:
+def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     """A burn alert that waits until a shared outage would have been seen (``for:``): the fast
     pairs :func:`path_rules.settle_ms`, the tiled ones one tile (their group's interval)."""
     wait = durations.format_ms(path_rules.settle_ms(slo.interval_ms, slo.evaluation_ms)) if is_fast(w) else tile
-    return {**alerts.burn_alert(slo, sli, w, _burn_expr(slo, sli, w, tile)), "for": wait}
+    return {**alerts.burn_alert(slo, sli, w, _alert_expr(slo, sli, w, tile, windows)), "for": wait}
+
+
+def _alert_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: tuple[AlertWindow, ...]) -> str:
+    """The pair's expression; a slow page (summed from tiles) is held off after a page resolved
+    (``holdoff``)."""
+    expr = _burn_expr(slo, sli, w, tile)
+    if is_fast(w) or w.severity != "page":
+        return expr
+    fast = tuple(f for f in windows if is_fast(f) and f.severity == "page")
+    return promql.unless(expr, holdoff.held_off(slo, sli, w, fast))
 
 
 def _fast_windows(slo: MonitorSLO) -> set[int]:
@@ -129,7 +147,7 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
             rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
     rules.append(path_rules.failing_record(slo))
     for sli in slis(slo):
-        rules += [_burn(slo, sli, w, tile_of(slo)) for w in windows if is_fast(w)]
+        rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
     first = slis(slo)[0]
     absent = alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m")))
     absent["expr"] = path_rules.unless_path_down(slo, absent["expr"], alerts.ABSENT_AFTER)
@@ -160,7 +178,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
                 w = durations.format_ms(ms)
                 rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, tile)))
     for sli in slis(slo):
-        rules += [_burn(slo, sli, w, tile) for w in windows if not is_fast(w)]
+        rules += [_burn(slo, sli, w, tile, windows) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
     return {"name": group_names(slo)[1], "interval": tile, "rules": rules}
@@ -170,19 +188,25 @@ def _period_group(slo: MonitorSLO) -> dict[str, Any]:
     """The availability SLI over the whole SLO period, for dashboards and readers of the budget:
     hourly tiles summed from the 5-minute (or shortened) ones, then the period summed from the hourly ones
     (720 samples for 30 days, once an hour, instead of 8,640 five-minute tiles or a 30-day
-    ``increase()`` over raw samples at every dashboard refresh). Up to an hour behind; no alert
-    reads it. Until its first evaluation (up to an hour after the rules load) the series is absent."""
-    sli, tile = slis(slo)[0], tile_of(slo)
+    ``increase()`` over raw samples at every dashboard refresh). Up to two hours behind (the
+    period sum reads the hourly tiles of earlier evaluations); no alert reads it. Until the
+    group's second evaluation (up to two hours after the rules load) the series is absent.
+
+    The hourly tiles are recorded once an hour at the group's own offset within the hour
+    (Prometheus spreads groups by a hash of their name and file), which a subquery's whole-hour
+    steps cannot see with the 5-minute lookback: each step takes the last hourly tile within
+    the hour before it (``promql.sparse_tiles_sum``), whatever the offset, lookback or cadence."""
+    sli, tile, hour = slis(slo)[0], tile_of(slo), hour_tile_of(slo)
     period = durations.format_ms(slo.objective.period_ms)
     probes, errors = names.probes_increase_record, names.errors_increase_record
-    rules = [_record(slo, record(HOUR_TILE), promql.tiles_sum(sli.record_sel(record(tile)), HOUR_TILE, tile))
+    rules = [_record(slo, record(hour), promql.tiles_sum(sli.record_sel(record(tile)), hour, tile))
              for record in (probes, errors)]
-    over_period = [promql.tiles_sum(sli.record_sel(record(HOUR_TILE)), period, HOUR_TILE)
+    over_period = [promql.sparse_tiles_sum(sli.record_sel(record(hour)), period, hour)
                    for record in (errors, probes)]
     rules.append(_record(slo, names.PERIOD_ERROR_RATIO_RECORD, promql.ratio(*over_period)))
     remaining = f"1 - {sli.record_sel(names.PERIOD_ERROR_RATIO_RECORD)} / {promql.number(sli.budget)}"
     rules.append(_record(slo, names.BUDGET_REMAINING_RECORD, remaining))
-    return {"name": group_names(slo)[2], "interval": PERIOD_GROUP_INTERVAL, "rules": rules}
+    return {"name": group_names(slo)[2], "interval": hour, "rules": rules}
 
 
 def rule_groups(slo: MonitorSLO) -> list[dict[str, Any]]:

@@ -62,11 +62,18 @@ def availability_over(window: str) -> str:
     return f"1 - ({error_ratio_over(window)})"
 
 
+PERIOD_RECORD_LOOKBACK = "2h"
+"""The period budget is recorded once an hour, at the group's own offset within the hour: an
+instant selector finds it only within Prometheus' lookback (5 minutes) after each recording, so
+it is read as the last value within two hours (one evaluation may be missed)."""
+
+
 def period_budget() -> str:
     """The error budget left over each monitor's own SLO period, as recorded (hourly) by its
-    rules; until the first recording (up to an hour after the rules load), computed here over
+    rules; until the first recordings (up to two hours after the rules load), computed here over
     the dashboard's period from the raw counters."""
-    return f"{n.BUDGET_REMAINING_RECORD}{{{NS_MON}}} or ({budget_remaining('$period')})"
+    recorded = f"last_over_time({n.BUDGET_REMAINING_RECORD}{{{NS_MON}}}[{PERIOD_RECORD_LOOKBACK}])"
+    return f"{recorded} or ({budget_remaining('$period')})"
 
 
 def budget_remaining(window: str) -> str:

@@ -82,6 +82,15 @@ class Sample:
     value: float
 
 
+@dataclass(frozen=True)
+class Series:
+    """One series of a range-vector result: its raw samples, oldest first."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, float], ...]
+    """(epoch seconds, value)."""
+
+
 def _verify(settings: PromSettings) -> ssl.SSLContext | bool:
     if settings.ca_file is None:
         return True
@@ -97,6 +106,14 @@ def _samples(body: Any) -> list[Sample]:
     if data["resultType"] == "scalar":
         return [Sample({}, float(data["result"][1]))]
     return [Sample(dict(r.get("metric") or {}), float(r["value"][1])) for r in data.get("result") or []]
+
+
+def _series(body: Any) -> list[Series]:
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise QueryRejected("unexpected answer: not a range vector")
+    return [Series(dict(r.get("metric") or {}), tuple((float(t), float(v)) for t, v in r.get("values") or []))
+            for r in data.get("result") or []]
 
 
 class PrometheusAPI:
@@ -130,6 +147,13 @@ class PrometheusAPI:
 
     async def query(self, expr: str, *, at: float | None = None) -> list[Sample]:
         """An instant query (at ``at``, epoch seconds; default now): its samples."""
+        return _samples(await self._post(expr, at))
+
+    async def raw_samples(self, expr: str, *, at: float | None = None) -> list[Series]:
+        """An instant query of a range selector (``metric{...}[1h]``): each series' raw samples."""
+        return _series(await self._post(expr, at))
+
+    async def _post(self, expr: str, at: float | None) -> Any:
         params: dict[str, str] = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
@@ -153,6 +177,6 @@ class PrometheusAPI:
                 raise QueryRejected(f"HTTP {r.status_code}: the answer is not JSON") from None
             if r.status_code >= 400 or body.get("status") != "success":
                 raise QueryRejected(f"HTTP {r.status_code}: {str(body.get('error') or '')[:300]}")
-            return _samples(body)
+            return body
         raise PrometheusUnavailable(f"{self.settings.url} unreachable after {self.settings.attempts} "
                                     f"attempts ({last[:300]})")

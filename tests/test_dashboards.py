@@ -148,7 +148,7 @@ def test_budget_panels_read_the_recorded_period_budget() -> None:
     [column] = [t["expr"] for t in table["targets"] if names.BUDGET_REMAINING_RECORD in t["expr"]]
     for expr in (column, lowest["targets"][0]["expr"], panel["targets"][0]["expr"]):
         recorded, _, fallback = expr.removeprefix("min(").partition(" or ")
-        assert recorded.startswith(names.BUDGET_REMAINING_RECORD + "{"), expr
+        assert recorded.startswith(f"last_over_time({names.BUDGET_REMAINING_RECORD}{{"), expr  # hourly: not 5m lookback
         assert "increase(" not in recorded and "increase(" in fallback
 
 

@@ -8,7 +8,7 @@ labels and annotations are unchanged; dashboards read no tile records and the op
 read-back reads the default ones; a monitor probing less than ten times per tile is an error
 naming ``spec.probe.interval`` (``rules`` fails, one line per monitor); only ``standalone`` and
 ``rules`` take the flag. Under Debian's promtool: the rules lint clean, the generator's own
-fixtures pass at shortened tiles, and hourly tiles are exact from 30s tiles evaluated every
+fixtures pass at shortened tiles, and "hourly" tiles (twelve tiles) are exact from 30s tiles evaluated every
 10s (and wrong when evaluated every minute: the evaluation must not be coarser than the tile).
 """
 
@@ -66,23 +66,24 @@ def without_exprs(groups: list[dict[str, Any]]) -> list[Any]:
             if "alert" in r]
 
 
-@pytest.mark.parametrize("tile", ["30s", "1m"])
-def test_short_tile_rules_read_only_what_they_record(tile: str) -> None:
+@pytest.mark.parametrize(("tile", "hour"), [("30s", "6m"), ("1m", "12m")])
+def test_short_tile_rules_read_only_what_they_record(tile: str, hour: str) -> None:
     short, default = rule_groups(slo(tile=tile)), rule_groups(slo(tile="5m"))
     fast, long, period = short
     assert fast == default[0]  # the 1h/5m page and absence alert read the raw counters
-    assert long["interval"] == tile and period["interval"] == "1h"
+    assert long["interval"] == tile and period["interval"] == hour  # twelve tiles: 1h at the default tile
+    assert default[2]["interval"] == "1h"
     assert without_exprs(short) == without_exprs(default)  # same alerts, labels, annotations
     assert {r["for"] for r in long["rules"] if r.get("alert") == names.ALERT_ERROR_BUDGET_BURN} == {tile}
     recorded = {r["record"] for g in short for r in g["rules"] if "record" in r}
     for group in (long, period):
         for rule in group["rules"]:
             expr = rule["expr"]
-            assert set(TILE_RECORD.findall(expr)) <= {tile, "1h"}, expr
+            assert set(TILE_RECORD.findall(expr)) <= {tile, hour}, expr
             assert set(RECORD_REF.findall(expr)) <= recorded, expr
-            for summed, step in re.findall(r"(namespace_monitor:\S+?)\{[^}]*\}\[\w+:(\w+)\]", expr):
-                assert step == ("1h" if summed.endswith("increase1h") else tile), expr
-    assert {m for g in short for r in g["rules"] for m in TILE_RECORD.findall(r.get("record", ""))} == {tile, "1h"}
+            for summed, step in re.findall(r"(namespace_monitor:\S+?)\{[^}]*\}(?:\[\w+\]\))?\[\w+:(\w+)\]", expr):
+                assert step == (hour if summed.endswith(f"increase{hour}") else tile), expr
+    assert {m for g in short for r in g["rules"] for m in TILE_RECORD.findall(r.get("record", ""))} == {tile, hour}
 
 
 def test_dashboards_read_no_tiles_and_the_operator_reads_default_ones() -> None:
@@ -142,12 +143,12 @@ def test_generated_fixtures_pass_at_short_tiles(tmp_path: Path) -> None:
 
 def period_job(name: str, evaluation: str) -> Job:
     """30s tiles, 8 probes every 30s for 5h, failures 4 in one half-minute and 0 in the next; the
-    hourly tiles read at 4h2m10s, off the tile grid as Prometheus' own evaluations are (2.x ranges
-    include both ends: on the grid an hour of 30s steps holds 121)."""
+    "hourly" tiles (twelve tiles: 6 minutes) read at 4h2m10s, off the tile grid as Prometheus' own
+    evaluations are (2.x ranges include both ends: on the grid 6 minutes of 30s steps hold 13)."""
     sel = 'namespace="shop",monitor="web"'
     failed = [4 * ((i + 1) // 2) for i in range(600)]
     ok = [8 * i - failed[i] for i in range(600)]
-    hourly = {"probes": 960, "probe_errors": 240}
+    hourly = {"probes": 96, "probe_errors": 24}
     return Job(name, prometheus_rule_file([slo(3, "30s", "50")]), {
         "rule_files": ["rules.yml"], "evaluation_interval": evaluation, "tests": [{
             "interval": "30s",
@@ -156,8 +157,8 @@ def period_job(name: str, evaluation: str) -> Job:
                 {"series": f'route_monitor_probes_total{{{sel},result="failure"}}', "values": " ".join(map(str, failed))},
             ],
             "promql_expr_test": [
-                {"expr": f"namespace_monitor:route_monitor_{what}:increase1h{{{sel}}}", "eval_time": "4h2m10s",
-                 "exp_samples": [{"labels": f"namespace_monitor:route_monitor_{what}:increase1h{{{sel}}}",
+                {"expr": f"namespace_monitor:route_monitor_{what}:increase6m{{{sel}}}", "eval_time": "4h2m10s",
+                 "exp_samples": [{"labels": f"namespace_monitor:route_monitor_{what}:increase6m{{{sel}}}",
                                   "value": value}]} for what, value in hourly.items()
             ]}]})
 
@@ -169,4 +170,4 @@ def test_hourly_tiles_are_exact_from_30s_tiles_evaluated_every_tile(tmp_path: Pa
     failures of the other half-minutes are never counted."""
     results = promtool.run_many([period_job("every-tile", "10s"), period_job("every-minute", "1m")], tmp_path)
     assert results["every-tile"].ok, results["every-tile"].output
-    assert not results["every-minute"].ok and "probe_errors:increase1h" in results["every-minute"].output
+    assert not results["every-minute"].ok and "probe_errors:increase6m" in results["every-minute"].output

@@ -46,7 +46,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from prometheus_client import CollectorRegistry
 
-from alert_rules import names
+from alert_rules import names, readback
 from alert_rules.model import DAY_MS, MonitorSLO, Objective
 from alert_rules.rules import rule_groups
 from route_monitor.operator.kube import RouteMonitor
@@ -93,8 +93,22 @@ def gateway(t: int) -> tuple[int, int]:
     return (0, 30) if within(t, OCT + 14 * D + 8 * H, 20) else (30, 0)
 
 
+EDGE_OUTAGE = OCT + 11 * D + 3 * H
+EDGE_RESTART = OCT + 19 * D + 6 * H + 17
+
+
+def offgrid(t: int) -> tuple[int, int]:
+    """48 probes per sample, sampled at 17 s past every 5 minutes (a scrape offset: no sample on a
+    day's edge, so ``increase()`` would stretch every day to its edges); a 72-minute outage on Oct
+    12 at 03:00 fails exactly 720 probes (15 samples); the prober restarts on Oct 20 at 06:00:17."""
+    return (0, 48) if within(t, EDGE_OUTAGE, 72) else (48, 0)
+
+
+OFFGRID = Counter("edge", "offgrid", REPORT_FROM + 17, REPORT_TO, STEP, offgrid, resets=frozenset({EDGE_RESTART}))
+
+
 def report_history() -> tuple[list[Counter], list[Gauge]]:
-    counters = [Counter("shop", "checkout", REPORT_FROM, REPORT_TO, STEP, checkout,
+    counters = [OFFGRID, Counter("shop", "checkout", REPORT_FROM, REPORT_TO, STEP, checkout,
                         resets=frozenset({OCT + 19 * D})),
                 Counter("shop", "cart", REPORT_FROM, REPORT_TO, STEP, cart),
                 Counter("pay", "gateway", REPORT_FROM, REPORT_TO, STEP, gateway)]
@@ -205,7 +219,7 @@ def assert_matches(row: dict[str, Any], want: dict[str, Any]) -> None:
     for key in ("availability", "budgetUsed"):  # percent to 4 decimals
         assert round(row[key] * 100, 4) == round(want[key] * 100, 4), (key, row, want)
     assert round(row["fullOutageMinutes"], 4) == round(want["fullOutageMinutes"], 4), row
-    assert (round(row["probes"]), round(row["failed"])) == (want["probes"], want["failed"]), row
+    assert (row["probes"], row["failed"]) == (want["probes"], want["failed"]), row
 
 
 def test_report_for_a_past_month_matches_the_numbers_by_hand(prom: HistoryPrometheus) -> None:
@@ -233,6 +247,37 @@ def test_report_for_a_past_month_matches_the_numbers_by_hand(prom: HistoryPromet
     shop = rows[("shop", "")]
     assert round(shop["availability"] * 100, 4) == round((1 - 864 / (samples * 30)) * 100, 4)
     assert round(shop["budgetUsed"] * 100, 4) == round(864 / (samples * 20 * 0.001 + samples * 10 * 0.01) * 100, 4)
+
+
+def test_report_counts_are_exact_off_the_days_edges(prom: HistoryPrometheus) -> None:
+    """Samples never on a day's edge, a day with 720 failures, a restart: the counts are exactly
+    the samples' (``increase()`` a day at a time read 722.5 failures: each day stretched to its edges)."""
+    total, failed = OFFGRID.counted(OCT, NOV)
+    assert (total, failed) == (31 * 288 * 48, 720)
+    result = report(prom, "--month", "2026-10", "--format", "json", "--namespace", "edge")
+    assert result.returncode == 0, result.stderr
+    row = by_monitor(json.loads(result.stdout))[("edge", "offgrid")]
+    assert (row["probes"], row["failed"]) == (total, failed), row
+    assert row["availability"] == round(1 - failed / total, 8)
+    # a range from inside the outage to inside the day of the restart: both edges off the samples
+    start, end = EDGE_OUTAGE + 30 * 60, EDGE_RESTART + 5 * 3600 + 29
+    part = report(prom, "--from", iso(start), "--to", iso(end), "--format", "json", "--namespace", "edge")
+    assert part.returncode == 0, part.stderr
+    row = by_monitor(json.loads(part.stdout))[("edge", "offgrid")]
+    assert (row["probes"], row["failed"]) == OFFGRID.counted(start, end), row
+
+
+def iso(t: int) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
+
+
+def test_status_readback_counts_are_exact(prom: HistoryPrometheus) -> None:
+    """What ``status.slo`` divides: the 5-minute tiles (recorded at 60 s past the tile grid, an
+    evaluation offset) summed over the 7d period, exactly the probes the samples counted."""
+    week = 7 * D
+    failed = {s["metric"]["monitor"]: float(s["value"][1]) for s in prom.query(readback.failed_over_period(week))}
+    probes = {s["metric"]["monitor"]: float(s["value"][1]) for s in prom.query(readback.probes_over_period(week))}
+    assert (probes["flaky"], failed["flaky"]) == (FLAKY_PROBES, FLAKY_FAILED)
 
 
 def test_report_month_in_a_time_zone_follows_its_midnights(prom: HistoryPrometheus) -> None:

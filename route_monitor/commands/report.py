@@ -15,7 +15,7 @@ import re
 import sys
 
 from alert_rules import readback
-from route_monitor import cliargs, promapi, report, reportrange
+from route_monitor import cliargs, exactcount, promapi, report, reportrange
 
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -50,7 +50,7 @@ def _namespaces(values: list[str]) -> tuple[str, ...]:
 CHUNK_SECONDS = 86_400
 """Probes are counted a day at a time and summed: one query over a month of raw samples of every
 monitor would exceed Prometheus' ``--query.max-samples`` (50 million by default) at a few hundred
-monitors. ``increase`` over consecutive chunks adds up to the increase over the whole range."""
+monitors. Exact counts over consecutive chunks add up to the count over the whole range."""
 
 
 def chunks(start: float, seconds: int, size: int = CHUNK_SECONDS) -> list[tuple[float, int]]:
@@ -65,12 +65,24 @@ def chunks(start: float, seconds: int, size: int = CHUNK_SECONDS) -> list[tuple[
 
 async def _probes(api: promapi.PrometheusAPI, rng: reportrange.ReportRange,
                   namespaces: tuple[str, ...]) -> list[promapi.Sample]:
-    total: dict[tuple[tuple[str, str], ...], float] = {}
+    """Exact probe counts by monitor and result over the range (``route_monitor.exactcount``)."""
+    pad = exactcount.PAD_SECONDS
+    total: dict[exactcount.SeriesKey, float] = {}
     for end, length in chunks(rng.start.timestamp(), rng.seconds):
-        for s in await api.query(readback.probes_by_result(length, namespaces), at=end):
-            labels = tuple(sorted(s.labels.items()))
-            total[labels] = total.get(labels, 0.0) + s.value
-    return [promapi.Sample(dict(labels), value) for labels, value in total.items()]
+        start = end - length
+        chunk = exactcount.Chunk(
+            start, at_end=await api.query(readback.probe_counters(length, namespaces), at=end),
+            at_start=await api.query(readback.probe_counters(pad, namespaces), at=start),
+            resets_to_end=await api.query(readback.probe_counter_resets(length + pad, namespaces), at=end),
+            resets_to_start=await api.query(readback.probe_counter_resets(pad, namespaces), at=start))
+        counts, irregular = exactcount.split(chunk)
+        for key in irregular:
+            for series in await api.raw_samples(readback.raw_probe_counter(dict(key), length + pad), at=end):
+                if exactcount.key_of(series.labels) == key:  # not one with more labels
+                    counts[key] = exactcount.counted(series.points, start)
+        for key, value in counts.items():
+            total[key] = total.get(key, 0.0) + value
+    return exactcount.by_result(total)
 
 
 async def _fetch(settings: promapi.PromSettings, rng: reportrange.ReportRange,
