@@ -70,17 +70,19 @@ def job(name: str, availability: str, outcomes: str, checks: list[dict[str, Any]
 
 
 def recovered_outage() -> Job:
-    # 10 min of warm-up, failures at 10m to 11m30s, then successes: the first 5-minute tile (at 10m)
-    # holds one failure (the guard wants two), the next (at 15m) the other three
-    outcomes = "-" * 20 + "x" * 4 + "." * 100
+    # 10 min of warm-up, then 5 min of failures (10m to 15m) and successes: the 1h/5m page fires
+    # (after its 1m for:) and resolves a couple of minutes after recovery, while the 6h/30m pair,
+    # summed from 5-minute tiles, holds the outage for about ten minutes more: longer than its own
+    # 5m for:, so without the hold-off it would page again for an outage that is over
+    outcomes = "-" * 20 + "x" * 10 + "." * 100
     pair = (f"namespace_monitor:route_monitor_probe_errors:ratio_rate6h{{{SEL}}} > 0.3 and "
             f"namespace_monitor:route_monitor_probe_errors:ratio_rate30m{{{SEL}}} > 0.3")
     return job("recovered-outage", "95", outcomes, [
-        count(alerts(**FAST), "11m"),                      # the page: one incident
-        count(alerts(**FAST), "13m", None),                # resolved a minute after recovery
-        count(pair, "16m"),                                # the 6h/30m windows now hold the outage
-        count(f"count_over_time({alerts(**SLOW)}[47m])", "60m", None),
-        count(f"count_over_time({alerts(severity='critical')}[47m])", "60m", None),  # and page nobody
+        count(alerts(**FAST), "13m"),                      # the page: one incident
+        count(alerts(**FAST), "20m", None),                # resolved after recovery
+        count(pair, "20m"),                                # the 6h/30m windows still hold the outage
+        count(f"count_over_time({alerts(**SLOW)}[50m])", "65m", None),
+        count(f"count_over_time({alerts(severity='critical')}[44m])", "65m", None),  # and page nobody
     ])
 
 
