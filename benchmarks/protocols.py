@@ -5,8 +5,9 @@ a line server answering ``PING`` with ``+PONG``, grpcio's health servicer over T
 name server). The servers run in this process: only the two probers' CPU is measured.
 
     python -m benchmarks.protocols [--only tcp,grpc-tls,dns] [--interval 10] [--warmup 10] [--measure 30]
+    python -m benchmarks.protocols --only http           # the same for plain HTTP (memory reference)
 
-Writes ``benchmarks/results/protocols-latest.json``.
+Writes ``benchmarks/results/protocols-latest.json`` (``--out``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import json
 import os
 import ssl
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from typing import Any
 
 import trustme
 
-from benchmarks import blackbox, ours
+from benchmarks import blackbox, measure, ours
 from tests.support.protocolservers import PONG, DNSServer, GRPCHealth, LineServer
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +51,24 @@ def _dns(ca: trustme.CA) -> tuple[list[Any], list[int]]:
     return [server], [server.port]
 
 
+class _HTTPTargets:
+    """:mod:`benchmarks.targets` in its own process: the HTTP monitors' memory, for comparison."""
+
+    def __init__(self) -> None:
+        self.proc, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", str(SERVERS)],
+                                         ready_line=True)
+        assert ready is not None
+        self.ports = [int(p) for p in ready["http"]]  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        measure.stop(self.proc)
+
+
+def _http(ca: trustme.CA) -> tuple[list[Any], list[int]]:
+    server = _HTTPTargets()
+    return [server], server.ports
+
+
 # name: (servers, our URL scheme, our spec.probe fields, exporter module body)
 PLAN: dict[str, tuple[Callable[[trustme.CA], tuple[list[Any], list[int]]], str, str, str]] = {
     "tcp": (_tcp, "tcp", "tcp: {steps: [{send: \"PING\\n\"}, {expect: \"^\\\\+PONG\"}]}",
@@ -60,7 +80,10 @@ PLAN: dict[str, tuple[Callable[[trustme.CA], tuple[list[Any], list[int]]], str, 
     "dns": (_dns, "dns", "dns: {name: shop.example}",
             "prober: dns\n    dns:\n      query_name: shop.example\n      query_type: A\n"
             "      transport_protocol: udp\n      preferred_ip_protocol: ip4\n      ip_protocol_fallback: false\n"),
+    "http": (_http, "http", "", "prober: http\n    http:\n      preferred_ip_protocol: ip4\n"
+             "      ip_protocol_fallback: false\n"),
 }
+"""``http``: plain HTTP, the reference for memory per monitor (not in the default run)."""
 
 
 async def one(name: str, n: int, interval: float, warmup: float, measure_s: float, work: Path,
@@ -86,12 +109,14 @@ async def one(name: str, n: int, interval: float, warmup: float, measure_s: floa
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default=",".join(PLAN))
+    ap.add_argument("--only", default="tcp,grpc-tls,dns")
     ap.add_argument("--targets", type=int, default=1000)
     ap.add_argument("--interval", type=float, default=10.0)
     ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--measure", type=float, default=30.0)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "protocols-latest.json")
     args = ap.parse_args()
+    load_before = os.getloadavg()
     ca = trustme.CA()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-protocols-") as tmp:
@@ -100,10 +125,11 @@ async def main() -> None:
         ca.cert_pem.write_to_path(ca_file)
         for name in args.only.split(","):
             rows += await one(name, args.targets, args.interval, args.warmup, args.measure, work, ca, ca_file)
-    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg_before": os.getloadavg(),
+    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg_before": load_before,
+           "loadavg_after": os.getloadavg(),
            "openssl": ssl.OPENSSL_VERSION, "rows": rows}
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "protocols-latest.json").write_text(json.dumps(out, indent=1))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1))
     for name in args.only.split(","):
         mine, theirs = (r for r in rows if r["scenario"] == name)
         ratio = (mine["cpu_ms_per_probe"] / theirs["cpu_ms_per_probe"]
