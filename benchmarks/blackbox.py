@@ -35,11 +35,16 @@ def available() -> bool:
 
 
 async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
-              ca_file: str | None = None, timeout_s: float = 10.0) -> dict[str, Any]:
-    """Start the exporter, drive it for ``warmup + measure_s`` seconds, measure the window."""
+              ca_file: str | None = None, timeout_s: float = 10.0, module: str = "http_2xx",
+              config_text: str | None = None) -> dict[str, Any]:
+    """Start the exporter, drive it for ``warmup + measure_s`` seconds, measure the window;
+    ``config_text``/``module``: another module than ``http_2xx`` (the protocols benchmark)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "blackbox.yml"
-    write_config(config, timeout_s=min(timeout_s, interval * 0.9), ca_file=ca_file)
+    if config_text is None:
+        write_config(config, timeout_s=min(timeout_s, interval * 0.9), ca_file=ca_file)
+    else:
+        config.write_text(config_text)
     port = measure.free_port()
     proc, _ = measure.start([EXPORTER, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}",
                              "--log.level=warn"], log_path=str(workdir / "blackbox.log"))
@@ -47,7 +52,8 @@ async def run(*, targets: list[str], interval: float, warmup: float, measure_s: 
         await asyncio.to_thread(measure.wait_http, f"http://127.0.0.1:{port}/metrics", 30.0)
         stats = loadgen.LoadStats()
         driver = asyncio.create_task(loadgen.drive(exporter=("127.0.0.1", port), targets=targets,
-                                                   interval=interval, duration=warmup + measure_s, stats=stats))
+                                                   interval=interval, duration=warmup + measure_s, stats=stats,
+                                                   module=module))
         await asyncio.sleep(warmup)
         stats.reset()
         before = measure.sample(proc.pid)

@@ -28,21 +28,24 @@ def _health_url(port: int) -> str:
         f"name[]={n}{suffix}" for n in HEALTH for suffix in ("_bucket", "_count", "_sum", "_total", ""))
 
 
-def write_manifests(path: Path, targets: list[str], interval_ms: int) -> None:
-    """One RouteMonitor per target (URL target), all in one multi-document YAML file."""
+def write_manifests(path: Path, targets: list[str], interval_ms: int, probe: str = "") -> None:
+    """One RouteMonitor per target (URL target), all in one multi-document YAML file; ``probe``:
+    more ``spec.probe`` fields in flow style (``protocol: tcp, tcp: {...}``)."""
     timeout_ms = min(10_000, interval_ms * 4 // 5)
     docs = (f"apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {{name: t{i:05d}, namespace: bench}}\n"
-            f"spec:\n  target: {{url: '{url}'}}\n  probe: {{interval: {interval_ms}ms, timeout: {timeout_ms}ms}}\n"
+            f"spec:\n  target: {{url: '{url}'}}\n  probe: {{interval: {interval_ms}ms, timeout: {timeout_ms}ms"
+            f"{', ' + probe if probe else ''}}}\n"
             f"  slo: {{availability: '99.9'}}\n" for i, url in enumerate(targets))
     path.write_text("---\n".join(docs))
 
 
 def _start_standalone(workdir: Path, targets: list[str], interval: float, ca_file: str | None,
-                      max_concurrency: int, root: Path | None = None) -> tuple[subprocess.Popen[str], int]:
+                      max_concurrency: int, root: Path | None = None, probe: str = "",
+                      ) -> tuple[subprocess.Popen[str], int]:
     """``route-monitor standalone`` (the product command) on generated manifests; ready when it
     prints where its metrics are, which it does after every monitor is set."""
     manifests = workdir / "monitors.yaml"
-    write_manifests(manifests, targets, round(interval * 1000))
+    write_manifests(manifests, targets, round(interval * 1000), probe)
     port = measure.free_port()
     log = workdir / "standalone.log"
     env = dict(os.environ, **({"SSL_CERT_FILE": ca_file} if ca_file else {}))
@@ -76,13 +79,16 @@ def _commit(root: Path) -> str:
 
 async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
               ca_file: str | None = None, max_concurrency: int = 500, mode: str = "standalone",
-              root: Path | None = None) -> dict[str, Any]:
+              root: Path | None = None, probe: str = "") -> dict[str, Any]:
     """Measure one window of our engine; ``mode`` is ``standalone`` (the product command) or
     ``engine`` (:mod:`benchmarks.engine_proc`, the engine alone). ``root``: run the code of
     another checkout (``run.py --baseline``), default this one."""
     workdir.mkdir(parents=True, exist_ok=True)
-    starter = _start_standalone if mode == "standalone" else _start_engine
-    proc, port = await asyncio.to_thread(starter, workdir, targets, interval, ca_file, max_concurrency, root)
+    if mode == "standalone":
+        proc, port = await asyncio.to_thread(_start_standalone, workdir, targets, interval, ca_file,
+                                             max_concurrency, root, probe)
+    else:
+        proc, port = await asyncio.to_thread(_start_engine, workdir, targets, interval, ca_file, max_concurrency, root)
     try:
         await asyncio.sleep(warmup)
         first = await asyncio.to_thread(measure.scrape, _health_url(port))

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
-from benchmarks import blackbox, measure, ours, soak, soak_sample, targets
+from benchmarks import blackbox, measure, ours, protocols, soak, soak_sample, targets
 from tests.support.cluster import Cluster
 
 INF = float("inf")
@@ -88,6 +89,18 @@ def test_blackbox_exporter_probes_every_target_in_the_window(target_server: dict
     row = asyncio.run(blackbox.run(targets=urls, interval=1.0, warmup=1.0, measure_s=3.0, workdir=tmp_path))
     _check(row, 20, 1.0, 3.0)
     assert row["errors"] == 0, row
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(shutil.which(blackbox.EXPORTER) is None, reason="prometheus-blackbox-exporter not installed")
+@pytest.mark.parametrize("scenario", ["tcp", "grpc-tls", "dns"])
+def test_protocols_benchmark_probes_every_target_on_both_sides(scenario: str, tmp_path: Path) -> None:
+    """Both sides probe the protocol's servers with success (a failing probe costs another CPU)."""
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    rows = asyncio.run(protocols.one(scenario, 20, 1.0, 1.0, 3.0, tmp_path, ca, str(tmp_path / "ca.pem")))
+    for row in rows:
+        _check(row, 20, 1.0, 3.0)
 
 
 @pytest.mark.timeout(60)
