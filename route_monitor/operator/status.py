@@ -27,6 +27,8 @@ EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: r
             Exclusion.WARMUP: ("WarmingUp", "warming up: results do not count until the first success or "
                                             "the end of warm-up")}
 """Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded."""
+PROBE_MESSAGE_MAX = 512
+"""Characters of ``lastProbe.message`` at most: the CRD's ``maxLength`` (``tests/test_crd.py`` keeps them equal)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Observed:
     """The generator's error findings (e.g. a page that can never fire): rules applied, alerting broken."""
     finding_warnings: tuple[str, ...] = ()
     last_result: ProbeResult | None = None
+    excluded_now: Exclusion | None = None
+    """Without a last result (a restart, a takeover): why results would not count now, as far as
+    the spec, the clock and the status already written tell (:mod:`~route_monitor.operator.exclusion`)."""
     probed_by: str | None = None
     """The replica that probes the monitor (``status.probedBy``); None with one replica and no Leases."""
     next_maintenance: float | None = None
@@ -67,7 +72,7 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         resolved = _cond("TargetResolved", True, "Resolved", f"{obs.target.kind} {obs.target.name}: {obs.target.url}")
         every = durations.format_ms(obs.interval_ms) if obs.interval_ms > 0 else "?"
         probing = _cond("Probing", True, "Probing", f"probing {obs.target.url} every {every}")
-        excluded = obs.last_result.excluded if obs.last_result is not None else None
+        excluded = obs.last_result.excluded if obs.last_result is not None else obs.excluded_now
         if excluded is not None:
             reason, why = EXCLUDED[excluded]
             probing = _cond("Probing", True, reason, f"{probing['message']}; {why}")
@@ -100,7 +105,7 @@ def last_probe(result: ProbeResult | None) -> dict[str, Any] | None:
     if result.reason is not None:
         out["reason"] = result.reason.value
     if result.detail:
-        out["message"] = result.detail[:512]
+        out["message"] = result.detail[:PROBE_MESSAGE_MAX]
     if result.excluded is not None:
         out["excluded"] = result.excluded.value
     return out
@@ -157,3 +162,16 @@ def significant(status: Mapping[str, Any] | None) -> object:
     slo = {k: v for k, v in (status.get("slo") or {}).items() if k != "updated"} or None
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
             status.get("probedBy"), status.get("nextMaintenance"), slo)
+
+
+def merge_patch(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """``new`` as a JSON merge patch over ``previous``: a key that ``new`` no longer has is sent as
+    null, else the API server would keep it (a success under the failure's ``lastProbe.reason``,
+    a ``nextMaintenance`` after the windows were removed). Lists are replaced whole."""
+    out = dict(new)
+    for k, old in (previous or {}).items():
+        if k not in out:
+            out[k] = None
+        elif isinstance(old, Mapping) and isinstance(out[k], Mapping):
+            out[k] = merge_patch(old, out[k])
+    return out
