@@ -7,7 +7,8 @@ PrometheusRule, as a real kube-apiserver (1.20) applies them:
   with -o wide; the SLO columns from ``status.slo``, shown by the apiserver's Table output as
   ``kubectl get rmon`` prints it); short name ``rmon``; status is a subresource (a spec write
   cannot change status);
-- the duration pattern is the one ``alert_rules.durations`` parses;
+- the duration pattern is the one ``alert_rules.durations`` parses, and ``lastProbe.message``'s
+  bound the one the operator truncates to;
 - the PrometheusRule stand-in rejects invalid rules like upstream does.
 """
 
@@ -25,6 +26,7 @@ import yaml
 
 from alert_rules import durations
 from route_monitor import crdschema
+from route_monitor.operator import status
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
 from tests.support.net import wait_for
 
@@ -109,6 +111,11 @@ def test_the_package_carries_this_crd_for_check() -> None:
     assert packaged.read_bytes() == (ROOT / "crds" / "routemonitor.yaml").read_bytes(), \
         "cp crds/routemonitor.yaml route_monitor/crds/routemonitor.yaml"
     assert crdschema.schema() == SCHEMA
+
+
+def test_probe_message_bound_is_the_one_the_operator_truncates_to() -> None:
+    last_probe = SCHEMA["properties"]["status"]["properties"]["lastProbe"]["properties"]
+    assert last_probe["message"]["maxLength"] == status.PROBE_MESSAGE_MAX
 
 
 def test_printer_columns_short_name_and_status_subresource() -> None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor import maintenance
-from route_monitor.operator import ownership, plan, status
+from route_monitor.operator import exclusion, ownership, plan, status
 from route_monitor.operator.apierrors import status_code
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.kube import KubeWriter
@@ -225,11 +225,14 @@ class Reconciler:
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
                  else "rules_failed" if rules.error or errors else "ready")
         self.metrics.set_state(key, state)
+        now, last = self._clock(), self.results.get(key)
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",
-                              finding_errors=errors, finding_warnings=warnings,
-                              last_result=self.results.get(key), probed_by=self._member,
-                              next_maintenance=maintenance.next_window_start(spec.maintenance, self._clock()),
+                              finding_errors=errors, finding_warnings=warnings, last_result=last,
+                              excluded_now=None if last is not None else
+                              exclusion.known(spec, now, self.status.current(key, body)),
+                              probed_by=self._member,
+                              next_maintenance=maintenance.next_window_start(spec.maintenance, now),
                               slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None)
         await self.status.write(key, body, obs)
         await self.status.warn_not_ready(key, body, obs)

@@ -30,6 +30,8 @@ EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: r
                                              "unreachable too): this network failure does not count in the SLO")}
 """Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded
 (Contract 11 adds ``ProberBlind``)."""
+PROBE_MESSAGE_MAX = 512
+"""Characters of ``lastProbe.message`` at most: the CRD's ``maxLength`` (``tests/test_crd.py`` keeps them equal)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class Observed:
     """The generator's error findings (e.g. a page that can never fire): rules applied, alerting broken."""
     finding_warnings: tuple[str, ...] = ()
     last_result: ProbeResult | None = None
+    excluded_now: Exclusion | None = None
+    """Without a last result (a restart, a takeover): why results would not count now, as far as
+    the spec, the clock and the status already written tell (:mod:`~route_monitor.operator.exclusion`)."""
     probed_by: str | None = None
     """The replica that probes the monitor (``status.probedBy``); None with one replica and no Leases."""
     next_maintenance: float | None = None
@@ -70,7 +75,7 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         resolved = _cond("TargetResolved", True, "Resolved", f"{obs.target.kind} {obs.target.name}: {obs.target.url}")
         every = durations.format_ms(obs.interval_ms) if obs.interval_ms > 0 else "?"
         probing = _cond("Probing", True, "Probing", f"probing {obs.target.url} every {every}")
-        excluded = obs.last_result.excluded if obs.last_result is not None else None
+        excluded = obs.last_result.excluded if obs.last_result is not None else obs.excluded_now
         if excluded is not None:
             reason, why = EXCLUDED[excluded]
             probing = _cond("Probing", True, reason, f"{probing['message']}; {why}")
@@ -103,7 +108,7 @@ def last_probe(result: ProbeResult | None) -> dict[str, Any] | None:
     if result.reason is not None:
         out["reason"] = result.reason.value
     if result.detail:
-        out["message"] = result.detail[:512]
+        out["message"] = result.detail[:PROBE_MESSAGE_MAX]
     if result.excluded is not None:
         out["excluded"] = result.excluded.value
     return out
@@ -163,3 +168,16 @@ def significant(status: Mapping[str, Any] | None) -> object:
     slo = {k: v for k, v in (status.get("slo") or {}).items() if k != "updated"} or None
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
             status.get("probedBy"), status.get("nextMaintenance"), slo, tuple(status.get("paths") or ()))
+
+
+def merge_patch(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """``new`` as a JSON merge patch over ``previous``: a key that ``new`` no longer has is sent as
+    null, else the API server would keep it (a success under the failure's ``lastProbe.reason``,
+    a ``nextMaintenance`` after the windows were removed). Lists are replaced whole."""
+    out = dict(new)
+    for k, old in (previous or {}).items():
+        if k not in out:
+            out[k] = None
+        elif isinstance(old, Mapping) and isinstance(out[k], Mapping):
+            out[k] = merge_patch(old, out[k])
+    return out

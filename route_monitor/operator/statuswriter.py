@@ -46,6 +46,13 @@ def _log_ready_transition(key: Key, before: Mapping[str, Any] | None, after: Map
         log.info("%s/%s Ready=%s (%s): %s", *key, *new, extra=monitor_extra(key))
 
 
+def _result_text(obs: status.Observed) -> str:
+    """The probe result a status was computed with, for the debug lines: ``success``,
+    ``failure/refused/warmup``, or ``none yet``."""
+    outcome = status.result_outcome(obs.last_result)
+    return "/".join(part for part in outcome if part) if outcome else "none yet"
+
+
 class TokenBucket:
     """At most ``rate`` acquisitions per second on average, bursts of up to ``rate``."""
 
@@ -92,9 +99,15 @@ class StatusWriter:
                 status.significant(body.get("status")) == status.significant(written):
             del self.written[key]
 
+    def current(self, key: Key, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """``key``'s status as last written: what this replica wrote, until the watch brings it
+        back in ``body``."""
+        written: Mapping[str, Any] | None = self.written.get(key) or body.get("status")
+        return written
+
     async def write(self, key: Key, body: Mapping[str, Any], obs: status.Observed) -> None:
         """Patch ``key``'s status to what ``obs`` says, if that changes anything significant."""
-        written = self.written.get(key) or body.get("status")
+        written = self.current(key, body)
         now = self._clock()
         if self._await_first_result(key, written, obs, now):
             return
@@ -103,15 +116,17 @@ class StatusWriter:
             self._unschedule(key)  # the held first status is being written: its deadline is moot
         new = status.build(obs, written, now, self._probe_to_write(key, written, now))
         if status.significant(new) == status.significant(written):
+            log.debug("%s/%s status up to date (probe result: %s)", *key, _result_text(obs), extra=monitor_extra(key))
             return
         await self._bucket.acquire()
         try:
-            await self.kube.patch_status(key[0], key[1], new)
+            await self.kube.patch_status(key[0], key[1], status.merge_patch(written, new))
         except Exception as e:
             if status_code(e) == 404:
                 return  # deleted meanwhile; its DELETED event follows
             raise
         self._written_at[key] = now
+        log.debug("%s/%s status written (probe result: %s)", *key, _result_text(obs), extra=monitor_extra(key))
         _log_ready_transition(key, written, new)
         self.written[key] = new
         self.seen(key)  # the watch may have brought it back before the patch's answer came
