@@ -87,6 +87,7 @@ def steps(now: float) -> list[Step]:
         Step("SLO read back", result(False, reason=FailureReason.CONNECTION_REFUSED, detail="connection refused",
                                      excluded=Exclusion.PAUSED), slo=slo),
         Step("windows removed, pause lifted", result(True), spec={"maintenance": None, "paused": None}, slo=slo),
+        Step("behind a declared shared path", result(True), spec={"paths": ["cdn:edge"]}, slo=slo),
         Step("refused by the operator's validation", result(True), spec={"probe": {"timeout": "2m"}}, slo=slo),
         Step("target gone", result(True), spec={"probe": None, "target": {"url": None, "route": {"name": "gone"}}},
              slo=slo),
