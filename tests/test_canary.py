@@ -211,3 +211,15 @@ async def test_a_target_that_answers_counts_even_while_the_canary_is_unreachable
     eng, results = await run_engine(targets.refused_url(), targets.http(status(503)))
     assert {r.excluded for r in results} == {None} and {r.reason for r in results} == {R.HTTP_STATUS}
     assert (eng.value(names.PROBE_FAILURES_TOTAL, reason="http_status") or 0) >= 4
+
+
+@pytest.mark.looptime
+async def test_a_failure_judged_late_is_judged_by_the_first_check_after_its_probe_started() -> None:
+    prober = ScriptedProber([R.CONNECTION_TIMEOUT, R.CONNECTION_TIMEOUT, None, None, None])
+    canary = canary_with(prober)
+    await canary.verdict(canary.now())
+    probe_started = canary.now()  # fails at once; a loaded event loop judges it only after the recovery
+    for _ in range(4):
+        await canary.verdict(canary.now() + 0.5)
+    assert not canary.state.blind and prober.checks[1] >= probe_started
+    assert await canary.blind_since(probe_started)

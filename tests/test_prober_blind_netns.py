@@ -250,9 +250,17 @@ def others_export(s: Setup) -> set[str]:
     return exported["alpha"] | exported["bravo"]
 
 
-def failures_counted(s: Setup, *members: str) -> float:
-    return sum(total(s.replicas.running[m].metrics_text(), names.PROBES_TOTAL, namespace=s.replicas.ns,
-                     result="failure") for m in members)
+def failures_counted(s: Setup, *members: str) -> dict[str, float]:
+    """The failures these members count in the test's namespace, by member, monitor and reason
+    (empty: none), so that a failing assertion says who counted what."""
+    out: dict[str, float] = {}
+    for m in members:
+        text = s.replicas.running[m].metrics_text()
+        out.update({f"{m} {labels['monitor']} {labels.get('reason', '')}": v
+                    for labels, v in samples(text, names.PROBE_FAILURES_TOTAL, namespace=s.replicas.ns) if v > 0})
+        if (n := total(text, names.PROBES_TOTAL, namespace=s.replicas.ns, result="failure")) > 0:
+            out.setdefault(f"{m} probes_total", n)
+    return out
 
 
 def lease_mark(kube: Client) -> str | None:
@@ -280,7 +288,7 @@ def test_a_replica_cut_from_its_targets_marks_its_lease_and_the_others_take_over
     took = time.time() - cut_at
     assert took < TAKEOVER, took
     assert s.replicas.exported()["charlie"] == set()
-    assert failures_counted(s, "alpha", "bravo", "charlie") == 0
+    assert failures_counted(s, "alpha", "bravo", "charlie") == {}
     counted = [line for line in s.charlie.log(400).splitlines()
                if f"{s.replicas.ns}/" in line and "probe: failure" in line and "not counted: blind" not in line]
     assert counted == [], counted
@@ -289,7 +297,7 @@ def test_a_replica_cut_from_its_targets_marks_its_lease_and_the_others_take_over
     wait_for(lambda: lease_mark(kube) is None, timeout=20, what="charlie's blind mark cleared")
     assert total(s.charlie.metrics_text(), names.PROBER_BLIND, member="charlie") == 0
     takes_its_share_back(s, timeout=20)
-    assert failures_counted(s, "alpha", "bravo", "charlie") == 0
+    assert failures_counted(s, "alpha", "bravo", "charlie") == {}
     print(f"takeover after the cut: {took:.1f}s")
 
 
@@ -313,12 +321,12 @@ def test_a_replica_cut_from_everything_loses_its_lease_counts_nothing_and_comes_
     blind = {labels["monitor"] for labels, v in samples(text, names.PROBES_EXCLUDED_TOTAL, namespace=s.replicas.ns,
                                                         reason="blind") if v > 0}
     assert blind == s.share
-    assert failures_counted(s, "alpha", "bravo") == 0
+    assert failures_counted(s, "alpha", "bravo") == {}
 
     back_at = time.time()
     for link in netns.links:
         link.restore()
     takes_its_share_back(s, timeout=60)
     assert total(s.charlie.metrics_text(), names.PROBER_BLIND, member="charlie") == 0
-    assert failures_counted(s, "alpha", "bravo", "charlie") == 0
+    assert failures_counted(s, "alpha", "bravo", "charlie") == {}
     print(f"takeover after the cut: {took:.1f}s; share back after {time.time() - back_at:.1f}s")

@@ -26,6 +26,7 @@ import asyncio
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -38,6 +39,8 @@ from route_monitor.probe.result import NETWORK_REASONS, ProbeResult
 from route_monitor.spec import ProbeSettings
 
 log = logging.getLogger(__name__)
+RECENT = 32
+"""Checks remembered for late verdicts (at ``min_gap``, well over ``fresh`` seconds' worth)."""
 KEY = ("", "canary")
 """The canary's key in log lines and results (no monitor has an empty namespace)."""
 
@@ -111,6 +114,9 @@ class Canary:
         self._request = prober.request(KEY, settings.url, probe, Credentials(ca_pem=settings.ca_pem)
                                        if settings.ca_pem else None)
         self._inflight: asyncio.Future[None] | None = None
+        self._recent: deque[CanaryState] = deque(maxlen=RECENT)
+        """The states after the last checks, oldest first: a failure judged late (a loaded event
+        loop) is judged by the first check after its probe started, not by a later recovery."""
         self._last_start = -math.inf
 
     def now(self) -> float:
@@ -128,7 +134,7 @@ class Canary:
         return (await self.verdict(max(started, self._clock() - self.settings.fresh))).blind
 
     async def verdict(self, need: float) -> CanaryState:
-        """The state after a check that started at ``need`` or later: the last one, one in
+        """The state after the first check that started at ``need`` or later: a past one, one in
         flight, or a new one (at most one at a time, at most every ``min_gap`` seconds)."""
         while self.state.started < need:
             if self._inflight is None:
@@ -138,13 +144,14 @@ class Canary:
                     continue
                 self._inflight = asyncio.ensure_future(self._check())
             await asyncio.shield(self._inflight)
-        return self.state
+        return next((s for s in self._recent if s.started >= need), self.state)
 
     async def _check(self) -> None:
         started = self._last_start = self._clock()
         try:
             result = await self._prober.probe(self._request)
             before, self.state = self.state, self.state.after(started, result, self.settings.recover_after)
+            self._recent.append(self.state)
         finally:
             self._inflight = None
         if before.blind != self.state.blind:
