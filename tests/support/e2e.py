@@ -9,6 +9,10 @@ Three monitors in namespace ``shop``, probed every second:
 - ``api`` (99.5%, latency: 95% under 250ms): HTTPS with a certificate from a test CA
   (``insecureSkipVerify``), so the latency and certificate-expiry series exist.
 
+``checkout`` has six hours of clean history before the stack starts (``backfill_clean_tiles``), as
+a monitor in production has: its long windows then weigh a short outage against hours of good
+probes, so only the pair the outage is about (1h/5m, from the raw counters) pages.
+
 Standalone writes the generated rule files (``run_stack``: with ``--tile 30s``, so the long
 windows hold a first tile within about a minute instead of 5 to 10); Prometheus (1s scrape and
 evaluation) loads them and sends alerts to Alertmanager running the shipped configuration.
@@ -26,7 +30,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from alert_rules import names
 from route_monitor.demo_targets import Reply
+from tests.support import promtool
+from tests.support.history import Gauge, openmetrics
 from tests.support.net import free_port, wait_for
 from tests.support.prometheus import Paging, Prometheus, run_paging, run_prometheus, stop
 from tests.support.servers import Targets
@@ -34,6 +41,9 @@ from tests.support.servers import Targets
 MONITORS = ("checkout", "cart", "api")
 TILE = "30s"
 """The long windows' tile of ``run_stack``'s rules (``alert_rules.tiles``): ten probes at least."""
+TILE_S = 30
+HISTORY_S = 6 * 3600
+"""Clean history backfilled for ``checkout``: the 6h/30m page's long window."""
 
 
 class Switch:
@@ -116,6 +126,29 @@ def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: s
         log.close()
 
 
+def backfill_clean_tiles(data: Path, namespace: str, monitor: str, probes_per_tile: int, until: float) -> None:
+    """``HISTORY_S`` seconds of tiles with no failed probe before ``until``, as TSDB blocks in ``data``.
+
+    Only the long-window group's tiles (the records every window above 1h is summed from), not the raw
+    counters: Prometheus never evaluates recording rules over the past, and the 1h/5m pair must still see
+    the young stack's outage from the counters alone. The tiles sit on the tile-aligned steps the
+    windows' subqueries read (one sample per step), the last on the last step before ``until``; the
+    live records are the same series (same name and labels) and go on from there, the 5-minute lookback
+    covering the few steps before the first live tile as the history's last tile."""
+    last = int(until) // TILE_S * TILE_S
+    labels = {"namespace": namespace, "monitor": monitor}
+    tiles = [Gauge(names.probes_increase_record(TILE), labels, last - HISTORY_S, last, TILE_S, probes_per_tile),
+             Gauge(names.errors_increase_record(TILE), labels, last - HISTORY_S, last, TILE_S, 0),
+             Gauge(names.error_count_record(TILE), labels, last - HISTORY_S, last, TILE_S, 0)]
+    data.parent.mkdir(parents=True, exist_ok=True)
+    for chunk, text in openmetrics((), tiles).items():
+        (data.parent / f"history-{chunk}.om").write_text(text)
+        result = promtool.run(["tsdb", "create-blocks-from", "openmetrics", f"history-{chunk}.om", str(data)],
+                              cwd=data.parent)
+        if result.returncode != 0:
+            raise RuntimeError(f"promtool could not backfill {monitor}'s history: {result.output[-2000:]}")
+
+
 @contextmanager
 def run_stack(folder: Path) -> Iterator[Stack]:
     with ExitStack() as stack:
@@ -128,6 +161,7 @@ def run_stack(folder: Path) -> Iterator[Stack]:
         rules = folder / "rules"
         metrics = stack.enter_context(standalone(folder, rules, tile=TILE))
         paging = stack.enter_context(run_paging(folder / "alertmanager"))
+        backfill_clean_tiles(folder / "prometheus" / "data", "shop", "checkout", TILE_S, until=time.time())
         prom = stack.enter_context(run_prometheus(folder / "prometheus", targets=[metrics], rules_dir=rules,
                                                   alertmanager=paging.alertmanager.address))
         wait_for(lambda: len(prom.query('route_monitor_probes_total{namespace="shop"}')) == 2 * len(MONITORS),
