@@ -18,7 +18,7 @@ kube_dir=$cache/kubernetes-$kube_version
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-apt_packages=(prometheus prometheus-alertmanager prometheus-blackbox-exporter etcd-server openssl)
+apt_packages=(prometheus prometheus-alertmanager prometheus-blackbox-exporter etcd-server openssl iproute2)
 build_packages=(golang-go rsync golang-github-modern-go-reflect2-dev make)
 
 apt_updated=0
