@@ -154,8 +154,8 @@ def test_burn_alerts_fire_in_the_application_namespace(fresh: Cluster, tmp_path:
                  for r in listed(kube, PrometheusRule)}
         with run_enforcing_prometheus(tmp_path / "prometheus", jobs, rules) as prom:
             wait_for(lambda: any(a["state"] == "firing" and a["labels"].get("severity") == "critical"
-                                 for a in alerts(prom, "RouteMonitorErrorBudgetBurn")), timeout=60,
-                     what="the page for shop/checkout")
+                                 for a in alerts(prom, "RouteMonitorErrorBudgetBurn")), timeout=150,
+                     what="the page for shop/checkout (after its 1m for:)")
             [series] = prom.query('route_monitor_probes_total{result="failure"}')
             assert series["metric"]["namespace"] == "shop" and series["metric"]["exported_namespace"] == "shop"
             assert series["metric"]["job"] == NAME
