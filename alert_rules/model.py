@@ -1,6 +1,6 @@
 """The generator's input: an objective for one monitored target, as frozen dataclasses.
 
-Raw manifests are parsed into these once, at the boundary (``route_monitor.spec``); nothing
+Raw manifests are parsed into these once, at the boundary (``route_monitor.spec.monitor``); nothing
 downstream touches dicts. Invalid values raise :class:`InvalidSpec`, which names every invalid field
 (``alert_rules.fielderrors``).
 """

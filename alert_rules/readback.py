@@ -17,7 +17,7 @@ Status (every few minutes, at "now"):
 
 Report (once, for a past range ``[end - range, end]``, evaluated at ``end``): the raw counters'
 last samples at the edges of each day of the range, their resets, and the raw samples of the
-few series that reset or started within a day (``route_monitor.exactcount``: exact counts,
+few series that reset or started within a day (``route_monitor.reports.exactcount``: exact counts,
 never ``increase()``'s extrapolation; a day at a time, to stay under Prometheus' limit of samples
 per query), the objective in force at the end of the range, and the burn alerts that fired
 (``ALERTS``).

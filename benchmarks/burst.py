@@ -51,8 +51,8 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
 
     from route_monitor.probe.engine import ProbeEngine, settle_heap
     from route_monitor.probe.metrics import ProbeMetrics
-    from route_monitor.resolve import ResolvedTarget
-    from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+    from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+    from route_monitor.targets.resolve import ResolvedTarget
 
     urls = json.loads(args.urls)
     loop = asyncio.get_running_loop()

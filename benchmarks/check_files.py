@@ -32,7 +32,7 @@ spec:
 """
 RUN = ("import atexit, resource, sys; sys.path.insert(0, sys.argv.pop(1)); "
        "atexit.register(lambda: print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
-       "from route_monitor.cli import main; sys.exit(main(sys.argv[1:]))")
+       "from route_monitor.cli.main import main; sys.exit(main(sys.argv[1:]))")
 
 
 def once(tree: Path, path: Path) -> tuple[float, int]:

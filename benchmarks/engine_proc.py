@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.targets.resolve import ResolvedTarget
 
 
 def monitors(urls: list[str], interval_s: float) -> list[tuple[MonitorSpec, ResolvedTarget]]:

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 DEFAULT = ("ssl", "asyncio", "aiohttp", "kopf", "yaml", "prometheus_client", "httpx2", "lightkube", "msgspec",
-           "cryptography.x509", "regex", "route_monitor.probe.engine", "route_monitor.commands.operator")
+           "cryptography.x509", "regex", "route_monitor.probe.engine", "route_monitor.cli.commands.operator")
 
 
 def rss_mib() -> float:

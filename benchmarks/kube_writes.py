@@ -1,6 +1,6 @@
 """Client CPU per API write (issue 16): lightkube on httpx's own transport, lightkube on the
-operator's aiohttp transport (``route_monitor.operator.transport``), and the operator's direct
-path over that pool (``route_monitor.operator.rest``, what ``KubeWriter`` sends): same writes, same run.
+operator's aiohttp transport (``route_monitor.kube.transport``), and the operator's direct
+path over that pool (``route_monitor.kube.rest``, what ``KubeWriter`` sends): same writes, same run.
 
     .venv/bin/python -m benchmarks.kube_writes [--n 500]
 
@@ -27,11 +27,12 @@ from lightkube.types import PatchType
 
 from alert_rules import names
 from benchmarks.operator_bench import NS, api, cpu_seconds
-from route_monitor.annotations import monitor_manifest
-from route_monitor.operator import plan, rest, transport
-from route_monitor.operator.kube import KubeWriter, PrometheusRule, RouteMonitor
-from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.spec import parse_routemonitor
+from route_monitor.kube import rest, transport
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter, PrometheusRule, RouteMonitor
+from route_monitor.operator import plan
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 from tests.support.cluster import start_cluster
 
 

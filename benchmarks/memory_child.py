@@ -101,7 +101,7 @@ def referrers(places: list[str], samples: int = 5) -> str:
 def child(snapshots: Path, frames: int, argv: Sequence[str]) -> int:
     """``route-monitor`` with tracemalloc on (unless ``frames`` is 0); on each SIGUSR1 a heap
     snapshot (if tracing) and the allocators' figures are written to ``snapshots``."""
-    from route_monitor import cli
+    from route_monitor.cli import main as cli
 
     taken = 0
 

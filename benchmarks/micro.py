@@ -118,8 +118,8 @@ async def blocking_socket(ctx: ssl.SSLContext) -> Probe:
 async def engine_probe(ctx: ssl.SSLContext) -> Probe:
     """The engine's own probe path (:class:`route_monitor.probe.prober.Prober`), without scheduler or metrics."""
     from route_monitor.probe.prober import Prober, ProbeRequest
-    from route_monitor.probe.tls import TLSContexts
-    from route_monitor.spec import ProbeSettings
+    from route_monitor.probe.tls.contexts import TLSContexts
+    from route_monitor.spec.monitor import ProbeSettings
 
     prober = Prober(tls=TLSContexts(verify=ctx))
     settings = ProbeSettings(timeout_ms=5000)
@@ -139,8 +139,8 @@ async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
     operator has it (``SSL_CERT_FILE`` pointed at the test CA bundle, ``SSL_CERT_DIR`` as is)."""
     import os
 
-    from route_monitor.probe import connect, tlsstream
-    from route_monitor.probe.tls import TLSContexts
+    from route_monitor.probe.net import connect, tlsstream
+    from route_monitor.probe.tls.contexts import TLSContexts
 
     connect.open_tls = tlsstream.open_tls  # the engine's own (a previous variant may have replaced it)
     cafile = getattr(ctx, "bench_cafile", None)
@@ -159,8 +159,8 @@ async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
 
 async def engine_probe_asyncio_ssl(ctx: ssl.SSLContext) -> Probe:
     """The engine's probe with TLS through asyncio's SSL transport (``open_connection(ssl=...)``,
-    what the engine used before ``probe/tlsstream.py``), for comparing the two in one process."""
-    from route_monitor.probe import connect
+    what the engine used before ``probe/net/tlsstream.py``), for comparing the two in one process."""
+    from route_monitor.probe.net import connect
 
     class AsyncioStream:
         def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -49,7 +49,7 @@ def _start_standalone(workdir: Path, targets: list[str], interval: float, ca_fil
     port = measure.free_port()
     log = workdir / "standalone.log"
     env = dict(os.environ, **({"SSL_CERT_FILE": ca_file} if ca_file else {}))
-    proc, _ = measure.start([sys.executable, "-m", "route_monitor.cli", "standalone", str(manifests),
+    proc, _ = measure.start([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(manifests),
                              "--metrics-address", f"127.0.0.1:{port}", "--max-concurrency", str(max_concurrency)],
                             env=env, log_path=str(log), cwd=root)
     deadline = time.monotonic() + 120

@@ -37,7 +37,7 @@ INVALID: dict[str, Any] = {**VALID, "spec": {
 def measure(number: int) -> dict[str, float]:
     """Microseconds per parse (best of 5 repeats), in this process."""
     from alert_rules.model import InvalidSpec
-    from route_monitor.spec import parse_routemonitor
+    from route_monitor.spec.monitor import parse_routemonitor
 
     def invalid() -> None:
         with contextlib.suppress(InvalidSpec):

@@ -32,7 +32,7 @@ from benchmarks.engine_proc import monitors
 from route_monitor.probe.engine import ProbeEngine, settle_heap
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls import TLSContexts
+from route_monitor.probe.tls.contexts import TLSContexts
 
 
 async def run(urls: list[str], *, probes: int, rate: float, ca: str | None,

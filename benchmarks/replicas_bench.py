@@ -43,7 +43,7 @@ from benchmarks import measure, report
 from benchmarks import replicas_math as rm
 from benchmarks.operator_bench import NS, create_routes
 from benchmarks.replicas_fleet import Fleet, wait_until
-from route_monitor.operator.sharding import owner_of
+from route_monitor.operator.replicas.sharding import owner_of
 
 LEASE_DURATION = 15.0
 OBJECTS = ("routemonitors", "prometheusrules", "events")

@@ -23,7 +23,7 @@ from benchmarks import measure
 from benchmarks.measure import Samples
 from benchmarks.operator_bench import NS, api
 from benchmarks.replicas_math import HitLog, apiserver_requests, member_changes, operator_samples
-from route_monitor.operator.sharding import owner_of
+from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster, start_cluster
 from tests.support.operator import Operator
 

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
 from benchmarks.measure import Samples, percentile
-from route_monitor.operator.sharding import Key, owner_of
+from route_monitor.operator.replicas.sharding import Key, owner_of
 
 WRITE_VERBS = ("create", "update", "patch")
 WRITTEN = (names.PLURAL, names.PLURAL + "/status", "prometheusrules", "events")

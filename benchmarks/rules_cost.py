@@ -36,9 +36,9 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
+from route_monitor.files.rulefiles import write_rules
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.rulefiles import write_rules
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"

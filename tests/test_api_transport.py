@@ -1,4 +1,4 @@
-"""How the operator's API transport (``route_monitor.operator.transport``, lightkube's httpx on
+"""How the operator's API transport (``route_monitor.kube.transport``, lightkube's httpx on
 aiohttp) reports a server that does not answer, over real loopback sockets: as the httpx errors
 httpx's own transport raises for the same failure, so that lightkube, the start-up patience and
 the reconcile error labels (``apierrors.unreachable``) read them alike:
@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx2
 import pytest
 
-from route_monitor.operator.apierrors import unreachable
-from route_monitor.operator.transport import AiohttpTransport
+from route_monitor.kube.apierrors import unreachable
+from route_monitor.kube.transport import AiohttpTransport
 from tests.support.net import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

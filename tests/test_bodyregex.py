@@ -16,15 +16,15 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from route_monitor import bodyregex
-from route_monitor.demo_targets import Reply
+from route_monitor.cli.demo_targets import Reply
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import InvalidSpec, MonitorSpec, ProbeSettings, parse_routemonitor
+from route_monitor.spec import bodyregex
+from route_monitor.spec.monitor import InvalidSpec, MonitorSpec, ProbeSettings, parse_routemonitor
+from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
 
 targets = servers.targets

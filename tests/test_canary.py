@@ -30,8 +30,8 @@ from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
 from tests.support.servers import Targets, status
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from lightkube import KubeConfig
 
-from route_monitor.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
-from route_monitor.commands.operator import apiserver_of
+from route_monitor.cli.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
+from route_monitor.cli.commands.operator import apiserver_of
 
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -95,7 +95,7 @@ def test_the_commands_refuse_a_bad_flag_with_one_line(command: str, tmp_path: Pa
                   "'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\n"
                   "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
     args = [str(tmp_path / "m.yaml")] if command == "standalone" else []
-    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", command, *args, "--canary-url", "ftp://x/"],
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", command, *args, "--canary-url", "ftp://x/"],
                           capture_output=True, text=True, timeout=60, env={"KUBECONFIG": str(kc), "PATH": "/usr/bin"})
     assert done.returncode == 2, done.stderr
     assert "--canary-url: 'ftp://x/' is not an absolute http(s) URL" in done.stderr

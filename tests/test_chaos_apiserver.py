@@ -33,7 +33,7 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.operator.kube import RouteMonitor
+from route_monitor.kube.writer import RouteMonitor
 from tests.support.chaos import Churn, Footprint, divergence, footprint
 from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster
 from tests.support.faultproxy import FaultProxy

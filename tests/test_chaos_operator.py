@@ -31,7 +31,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, RouteMonitor
+from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.cluster import ADMIN_TOKEN, Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target

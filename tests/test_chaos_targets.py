@@ -35,8 +35,8 @@ from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, parse_routemonitor
+from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
+from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import dnsserver, servers
 from tests.support.hostile import TRICKLE, Hostile, Script
 from tests.support.net import free_port, wait_for
@@ -145,7 +145,7 @@ def test_names_that_stop_resolving_fail_as_dns_in_time_and_others_keep_resolving
     resolv = dns.resolv_conf(tmp_path / "resolv.conf", timeout=3, attempts=2)
     metrics_port = free_port()
     stderr = tmp_path / "stderr.txt"
-    command = [sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+    command = [sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                "--metrics-address", f"127.0.0.1:{metrics_port}"]
     proc = subprocess.Popen(dnsserver.private_resolver(resolv, command), stdout=subprocess.DEVNULL,
                             stderr=stderr.open("w"))

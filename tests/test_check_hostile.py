@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from alert_rules import durations
-from route_monitor import yamlread
-from route_monitor.cli import main
+from route_monitor.cli.main import main
+from route_monitor.files import yamlread
 from tests.support import standalone
 
 GOOD = ("apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: good, namespace: shop}\n"

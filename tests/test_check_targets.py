@@ -44,7 +44,7 @@ ELSEWHERE = [
 
 
 def check(*paths: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "route_monitor.cli", "check", *map(str, paths)],
+    return subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "check", *map(str, paths)],
                           capture_output=True, text=True, timeout=60)
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from route_monitor import envflags
-from route_monitor.cli import build_parser, parse, subparsers
-from route_monitor.commands import doctor
-from route_monitor.doctor import Finding
+from route_monitor.cli import envflags
+from route_monitor.cli.commands import doctor
+from route_monitor.cli.doctor import Finding
+from route_monitor.cli.main import build_parser, parse, subparsers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -37,7 +37,7 @@ BAD = ("apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {nam
 
 def cli(*argv: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("ROUTE_MONITOR_")}
-    return subprocess.run([sys.executable, "-m", "route_monitor.cli", *argv], env={**clean, **(env or {})},
+    return subprocess.run([sys.executable, "-m", "route_monitor.cli.main", *argv], env={**clean, **(env or {})},
                           input=stdin, capture_output=True, text=True, timeout=60)
 
 
@@ -113,7 +113,7 @@ def test_durations_take_units_and_bare_seconds(text: str, seconds: float) -> Non
 
 def test_the_deprecated_metrics_port_still_works_and_warns_once(tmp_path: Path) -> None:
     args = parse(["operator", "--metrics-port", "9000"], {})
-    from route_monitor.commands.operator import metrics_address
+    from route_monitor.cli.commands.operator import metrics_address
     assert metrics_address(args) == ("0.0.0.0", 9000)
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     done = cli("operator", "--metrics-port", "0", env={"KUBECONFIG": str(tmp_path / "kubeconfig")})

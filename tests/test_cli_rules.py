@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from route_monitor.cli import main
+from route_monitor.cli.main import main
 from tests.support import promtool
 
 ROOT = Path(__file__).resolve().parent.parent

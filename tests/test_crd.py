@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from alert_rules import durations
-from route_monitor import crdschema
 from route_monitor.operator import status
+from route_monitor.spec import crdschema
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
 from tests.support.net import wait_for
 

@@ -27,9 +27,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules.model import LatencyObjective, Objective, parse_percent
-from route_monitor.liveview import Tracker, render
+from route_monitor.cli.liveview import Tracker, render
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.spec import MonitorSpec, UrlTarget
+from route_monitor.spec.monitor import MonitorSpec, UrlTarget
 from tests.support.net import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -47,7 +47,7 @@ DEMO = {"healthy", "flaky", "slow", "untrusted-tls", "grpc-health", "redis-ping"
 
 def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
     port = free_port()
-    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "6",
+    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "demo", "--duration", "6",
                           "--metrics-address", f"127.0.0.1:{port}"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
 
@@ -88,7 +88,7 @@ def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "1",
+        done = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "demo", "--duration", "1",
                                "--metrics-address", f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert f"127.0.0.1:{port} is busy" in done.stdout
@@ -97,7 +97,7 @@ def test_busy_metrics_port_falls_back_to_a_free_one() -> None:
 
 
 def test_clean_removes_the_files_and_says_so() -> None:
-    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "1s", "--clean",
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "demo", "--duration", "1s", "--clean",
                            "--metrics-address", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     folder = Path(re.search(r"manifests:\s+(\S+)/monitors\.yaml", done.stdout).group(1))  # type: ignore[union-attr]
@@ -109,7 +109,7 @@ def test_clean_removes_the_files_and_says_so() -> None:
 def _on_a_terminal(env: dict[str, str]) -> str:
     """The demo's output when its stdout is a terminal (a pseudo-terminal read until it exits)."""
     primary, secondary = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "demo", "--duration", "2500ms", "--clean",
+    p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "demo", "--duration", "2500ms", "--clean",
                           "--metrics-address", "127.0.0.1:0"], stdout=secondary, stderr=subprocess.DEVNULL,
                          env={**os.environ, **env})
     os.close(secondary)

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from route_monitor.cli import parse
+from route_monitor.cli.main import parse
 from tests.support.cluster import OPERATOR_TOKEN, ROOT, Cluster
 from tests.support.scc import admit_restricted_v2
 

@@ -37,11 +37,11 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding, RoleBinding
 
-from route_monitor.cli import parse
-from route_monitor.commands.doctor import rule_labels_of
-from route_monitor.doctor import Generated, check_all, selects
-from route_monitor.operator.kube import PrometheusRule, RouteMonitor
-from route_monitor.probe.trust import ENV_CA_FILES, ca_files
+from route_monitor.cli.commands.doctor import rule_labels_of
+from route_monitor.cli.doctor import Generated, check_all, selects
+from route_monitor.cli.main import parse
+from route_monitor.kube.writer import PrometheusRule, RouteMonitor
+from route_monitor.probe.tls.trust import ENV_CA_FILES, ca_files
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster, kubeconfig, start_cluster
 from tests.support.net import wait_for

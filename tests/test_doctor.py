@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from route_monitor.doctor import Generated, check_all, selects
+from route_monitor.cli.doctor import Generated, check_all, selects
 
 OURS = {"app.kubernetes.io/managed-by": "route-monitor"}
 SM = {"metadata": {"name": "route-monitor", "namespace": "route-monitor",

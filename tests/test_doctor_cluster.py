@@ -26,8 +26,8 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.commands.doctor import Prometheus, ServiceMonitor
-from route_monitor.operator.kube import RouteMonitor
+from route_monitor.cli.commands.doctor import Prometheus, ServiceMonitor
+from route_monitor.kube.writer import RouteMonitor
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
 from tests.support.net import wait_for
@@ -62,7 +62,7 @@ def create(kube: Client, obj: Any) -> None:
 
 def doctor(cluster: Cluster) -> tuple[int, list[str]]:
     env = {**os.environ, "KUBECONFIG": str(cluster.admin_kubeconfig)}
-    out = subprocess.run([sys.executable, "-m", "route_monitor.cli", "doctor"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "doctor"], capture_output=True, text=True,
                          env=env, timeout=120)
     assert not out.stderr.strip(), out.stderr
     return out.returncode, out.stdout.splitlines()

@@ -41,9 +41,9 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.demo_targets import healthy
-from route_monitor.operator.kube import PrometheusRule, RouteMonitor
-from route_monitor.operator.sharding import owner_of
+from route_monitor.cli.demo_targets import healthy
+from route_monitor.kube.writer import PrometheusRule, RouteMonitor
+from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
 from tests.support.e2e import EveryNth
 from tests.support.net import wait_for

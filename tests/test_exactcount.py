@@ -1,4 +1,4 @@
-"""Exact counts of a report's chunk (``route_monitor/exactcount.py``), on hand-made samples.
+"""Exact counts of a report's chunk (``route_monitor/reports/exactcount.py``), on hand-made samples.
 
 Covers: a regular series is its last sample minus the one before the chunk; a series that reset
 in the chunk, one that started in it and one with no sample in the hour before are read from
@@ -9,8 +9,8 @@ The same against a real Prometheus with samples off the day's edges: ``test_slo_
 
 from __future__ import annotations
 
-from route_monitor.exactcount import Chunk, by_result, counted, key_of, split
-from route_monitor.promapi import Sample
+from route_monitor.reports.exactcount import Chunk, by_result, counted, key_of, split
+from route_monitor.slo.promapi import Sample
 
 
 def s(value: float, monitor: str = "web", result: str = "failure", instance: str = "a") -> Sample:

@@ -18,8 +18,8 @@ import yaml
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from route_monitor import yamlread
-from route_monitor.cli import main
+from route_monitor.cli.main import main
+from route_monitor.files import yamlread
 from tests.support.cluster import ROOT
 from tests.support.fuzzing import examples
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import ProbeSettings
 from tests.support import servers
 from tests.support.fuzzing import examples
 from tests.support.hostile import ENDINGS, Hostile, Script

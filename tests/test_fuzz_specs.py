@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 
 from alert_rules import fielderrors, names
 from alert_rules.model import InvalidSpec
-from route_monitor import checked, crdschema
-from route_monitor.annotations import monitor_manifest
 from route_monitor.probe.prober import Endpoint, ProbeRequest
-from route_monitor.spec import MonitorSpec, parse_routemonitor
+from route_monitor.spec import checked, crdschema
+from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 from tests.support.cluster import Cluster
 from tests.support.fuzzing import examples
 from tests.test_crd import GOOD, api, namespace

@@ -19,14 +19,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.maintenance import CronWindow, OneOffWindow
 from route_monitor.probe import gate as gate_module
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.result import Exclusion, ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.spec.maintenance import CronWindow, OneOffWindow
+from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
 from tests.support.servers import Targets, status
 

@@ -17,8 +17,8 @@ import pytest
 
 from alert_rules import promtool_tests
 from alert_rules.render import to_yaml, with_header
-from route_monitor.cli import main
-from route_monitor.commands.rules import load
+from route_monitor.cli.commands.rules import load
+from route_monitor.cli.main import main
 from tests.support import promtool
 
 ROOT = Path(__file__).resolve().parent.parent

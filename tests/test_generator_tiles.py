@@ -24,7 +24,7 @@ import pytest
 
 from alert_rules import findings, names, prometheus_rule_file, promtool_tests, readback, rule_groups, tiles
 from alert_rules.model import LatencyObjective, MonitorSLO, Objective
-from route_monitor.cli import build_parser, main
+from route_monitor.cli.main import build_parser, main
 from tests.support import promtool
 from tests.support.promtool import Job
 

@@ -45,8 +45,8 @@ from lightkube.resources.core_v1 import Endpoints, Namespace, Service, ServiceAc
 
 from alert_rules import names
 from alert_rules.operator_alerts import OPERATOR_DOWN
-from route_monitor.operator.kube import PrometheusRule, Route
-from route_monitor.operator.scrapesync import ServiceMonitor
+from route_monitor.kube.writer import PrometheusRule, Route
+from route_monitor.operator.outputs.scrapesync import ServiceMonitor
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, KUBE_BIN, OPERATOR_USER, ROOT, Cluster, start_cluster
 from tests.support.kubesd import KubernetesSD, discovering

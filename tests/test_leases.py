@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from route_monitor.operator.leases import LeaseTable
+from route_monitor.operator.replicas.leases import LeaseTable
 
 
 class Clock:

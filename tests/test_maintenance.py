@@ -21,10 +21,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from alert_rules.model import InvalidSpec
-from route_monitor.annotations import monitor_manifest
-from route_monitor.commands import check
-from route_monitor.maintenance import CronWindow, OneOffWindow, local_time, span_at, state_at, upcoming
-from route_monitor.spec import DEFAULT_WARMUP_MS, parse_routemonitor
+from route_monitor.cli.commands import check
+from route_monitor.spec.maintenance import CronWindow, OneOffWindow, local_time, span_at, state_at, upcoming
+from route_monitor.spec.monitor import DEFAULT_WARMUP_MS, parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 
 PARIS = ZoneInfo("Europe/Paris")
 ANN = "metadata.annotations[routemonitor.io/maintenance]"

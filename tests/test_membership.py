@@ -2,7 +2,7 @@
 
 - a Lease of this member's name left by its previous run is taken over (409 -> patch);
 - one that vanishes between the two (deleted as abandoned by another replica) fails the join with
-  that 404, and the start's patience (``route_monitor.operator.patience``) joins again: created;
+  that 404, and the start's patience (``route_monitor.kube.patience``) joins again: created;
 - any other failure (a 500) reaches the caller as lightkube raised it;
 - the live set after joining is the listed Leases plus this member;
 - a blind replica's Lease carries ``routemonitor.io/blind: "true"`` from its creation, and a
@@ -23,9 +23,9 @@ import pytest
 from lightkube import ApiError
 from prometheus_client import CollectorRegistry
 
-from route_monitor.operator.membership import Membership, MembershipSettings
-from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.patience import until_answered
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.patience import until_answered
+from route_monitor.operator.replicas.membership import Membership, MembershipSettings
 
 
 def refused(code: int) -> ApiError:

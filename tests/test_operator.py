@@ -35,7 +35,7 @@ from lightkube.resources.core_v1 import Service
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
+from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import (

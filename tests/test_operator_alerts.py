@@ -23,7 +23,7 @@ import yaml
 from alert_rules import names, operator_alerts
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "route_monitor.cli"]
+CLI = [sys.executable, "-m", "route_monitor.cli.main"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -18,9 +18,9 @@ from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.operator import rest, transport
-from route_monitor.operator.kube import KubeWriter, Route, RouteMonitor
-from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.kube import rest, transport
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter, Route, RouteMonitor
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import World

@@ -1,4 +1,4 @@
-"""The operator's own connections to the API server (``route_monitor.operator.transport``), against
+"""The operator's own connections to the API server (``route_monitor.kube.transport``), against
 the real control plane:
 
 - 24 RouteMonitors, each with its basic-auth password in its own Secret, hold 24 watches open for
@@ -34,8 +34,8 @@ from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 
 from alert_rules import names
-from route_monitor.operator import transport
-from route_monitor.operator.kube import RouteMonitor
+from route_monitor.kube import transport
+from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.refwatch import ReferenceWatches
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, Cluster
 from tests.support.faultproxy import FaultProxy

@@ -34,7 +34,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role, RoleBin
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, RouteMonitor
+from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.authtargets import AuthTarget, PrivateCA
 from tests.support.cluster import OPERATOR_USER, ROOT, Cluster
 from tests.support.net import wait_for

@@ -27,7 +27,7 @@ from lightkube.resources.networking_v1 import Ingress
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, RouteMonitor
+from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.gateway import Gateway, HTTPRoute, gateway, httproute, ingress, set_parent_status
 from tests.support.net import wait_for

@@ -22,7 +22,7 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import Route, RouteMonitor
+from route_monitor.kube.writer import Route, RouteMonitor
 from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,

@@ -27,8 +27,8 @@ from lightkube.types import PatchType
 
 import alert_rules
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
-from route_monitor.spec import parse_routemonitor
+from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
+from route_monitor.spec.monitor import parse_routemonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import (

@@ -21,7 +21,7 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import Route
+from route_monitor.kube.writer import Route
 from tests.support.cluster import Cluster
 from tests.support.gateway import HTTPRoute, gateway, httproute, set_parent_status
 from tests.support.net import wait_for

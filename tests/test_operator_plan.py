@@ -19,8 +19,8 @@ from alert_rules import names
 from route_monitor.operator import plan, status
 from route_monitor.operator.world import World
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import parse_routemonitor
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets.resolve import ResolvedTarget
 
 
 def obj(kind: str, name: str, ann: dict[str, str] | None = None, uid: str = "", ns: str = "ns",

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.statuswriter import TokenBucket

@@ -1,4 +1,4 @@
-"""The operator's direct write path (``route_monitor.operator.rest``) against the real apiserver.
+"""The operator's direct write path (``route_monitor.kube.rest``) against the real apiserver.
 
 What a user would check: the objects are stored as sent, under the field manager
 ``route-monitor``; a taken name, a stale version, a missing object and a refused token come back
@@ -22,12 +22,13 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.annotations import monitor_manifest
-from route_monitor.operator import plan, rest, transport
-from route_monitor.operator.apierrors import status_code
-from route_monitor.operator.kube import KubeWriter, RouteMonitor
-from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.spec import parse_routemonitor
+from route_monitor.kube import rest, transport
+from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter, RouteMonitor
+from route_monitor.operator import plan
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 from tests.support.cluster import ADMIN_TOKEN, Cluster, kubeconfig
 from tests.support.operator import admin_client
 

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from lightkube import KubeConfig
 
-from route_monitor.cli import build_parser
-from route_monitor.commands.operator import settings_from_args
-from route_monitor.operator import rest
+from route_monitor.cli.commands.operator import settings_from_args
+from route_monitor.cli.main import build_parser
+from route_monitor.kube import rest
 from tests.support.cluster import kubeconfig
 
 

@@ -18,7 +18,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
-from route_monitor.operator.kube import RouteMonitor
+from route_monitor.kube.writer import RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import (

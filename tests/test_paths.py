@@ -1,6 +1,6 @@
 """Paths (Contract 11): which shared components a monitor's target sits behind.
 
-Covers the pure derivation (``route_monitor.paths``): a Route's admitting router shards, an
+Covers the pure derivation (``route_monitor.spec.paths``): a Route's admitting router shards, an
 Ingress's class (its own, the cluster default, the legacy annotation), an HTTPRoute's accepting
 Gateways, ``dns:cluster`` for host names but not IP addresses; declared paths from ``spec.paths``
 and ``routemonitor.io/paths`` (on a RouteMonitor or an annotated Route), every bad one reported at
@@ -18,11 +18,12 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
-from route_monitor import paths, sources
-from route_monitor.annotations import monitor_spec
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.spec import parse_routemonitor
+from route_monitor.spec import paths
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets import sources
+from route_monitor.targets.annotations import monitor_spec
 
 
 def route(*ingress: tuple[str, str]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Start-up requests wait for the API server (route_monitor.operator.patience): API failures are
+"""Start-up requests wait for the API server (route_monitor.kube.patience): API failures are
 tried again with growing delays and logged once per try with the reason; our own bugs and a bad
 kubeconfig are not. The errors are the ones lightkube raises (its vendored httpx, ``httpx2``);
 ``tests/test_chaos_apiserver.py`` starts the operator against an API that answers 500 and one
@@ -14,7 +14,7 @@ import pytest
 from lightkube import ApiError
 from lightkube.core.exceptions import ConfigError
 
-from route_monitor.operator.patience import from_the_api, until_answered
+from route_monitor.kube.patience import from_the_api, until_answered
 from route_monitor.operator.supervisor import error_reason
 
 

@@ -17,13 +17,13 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from route_monitor import credentials as creds_mod
-from route_monitor.credentials import CredentialError, Credentials
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.requestspec import KeyRef, parse_request
-from route_monitor.spec import ProbeSettings
+from route_monitor.spec.monitor import ProbeSettings
+from route_monitor.spec.request import KeyRef, parse_request
+from route_monitor.targets import credentials as creds_mod
+from route_monitor.targets.credentials import CredentialError, Credentials
 from tests.support.authtargets import AuthTarget, PrivateCA
 
 pytestmark = pytest.mark.timeout(30)

@@ -1,4 +1,4 @@
-"""The prober's name resolution (``probe/dns.py``) against a real DNS server through glibc's own
+"""The prober's name resolution (``probe/net/dns.py``) against a real DNS server through glibc's own
 resolver (``tests/support/dnsserver.py``: a private ``/etc/resolv.conf`` under ``unshare
 --mount``, so nothing else on the machine is touched).
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(60)
 SCRIPT = """
 import asyncio, json, os, sys, threading, time
 from route_monitor.probe.prober import Prober, ProbeRequest
-from route_monitor.spec import ProbeSettings
+from route_monitor.spec.monitor import ProbeSettings
 
 async def main(urls):
     prober = Prober()

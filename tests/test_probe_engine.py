@@ -20,15 +20,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from alert_rules import names
 from alert_rules.model import LatencyObjective, Objective, parse_percent
-from route_monitor.demo_targets import Reply
-from route_monitor.httpserver import MetricsServer
+from route_monitor.cli.demo_targets import Reply
+from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
 from tests.support.servers import Targets, hang, status
 

@@ -1,4 +1,4 @@
-"""The prober's own HTTP/1.1 response reader (``probe/http11.py``), against real loopback servers
+"""The prober's own HTTP/1.1 response reader (``probe/net/http11.py``), against real loopback servers
 answering with exact bytes: each framing a server may use, the limits, and what is refused.
 What is checked is what a user sees: success or the reason, the status, whether ``bodyRegex``
 found text that only the right framing delivers.
@@ -10,7 +10,7 @@ import pytest
 
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import FailureReason as R
-from route_monitor.spec import ProbeSettings
+from route_monitor.spec.monitor import ProbeSettings
 from tests.support import servers
 from tests.support.servers import Targets, raw
 

@@ -13,13 +13,13 @@ import pytest
 import trustme
 
 from alert_rules.fielderrors import Collect
-from route_monitor.credentials import Credentials
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.sslcache import SSLContextCache
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.probespec import ProbeSettings, probe_settings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.probe.tls.sslcache import SSLContextCache
+from route_monitor.spec.probe import ProbeSettings, probe_settings
+from route_monitor.targets.credentials import Credentials
 from tests.support.protocolservers import (
     BANNER,
     CLOSE,

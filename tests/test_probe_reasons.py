@@ -14,14 +14,14 @@ from collections.abc import Callable
 
 import pytest
 
-from route_monitor.demo_targets import Reply
-from route_monitor.probe import dns
+from route_monitor.cli.demo_targets import Reply
+from route_monitor.probe.net import dns
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.reasons import Phase, classify
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import ProbeSettings
 from tests.support import servers
 from tests.support.servers import Targets, hang, raw, redirect_loop, redirect_to, status
 

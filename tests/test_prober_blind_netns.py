@@ -40,7 +40,7 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.operator.sharding import owner_of
+from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster, kubeconfig
 from tests.support.net import free_port, wait_for
 from tests.support.netns import HitServer, Link, NetNS, Relay
@@ -84,7 +84,7 @@ def test_standalone_cut_off_counts_no_failure_and_says_it_is_blind(netns: NetNS,
                       "probe": {"interval": "1s", "timeout": "800ms", "warmup": "0s"}}} for i in range(3)]
     (tmp_path / "monitors.yaml").write_text(yaml.safe_dump_all(docs))
     log = open(tmp_path / "standalone.log", "wb")  # noqa: SIM115 - owned by the process
-    proc = subprocess.Popen(netns.command(sys.executable, "-m", "route_monitor.cli", "standalone",
+    proc = subprocess.Popen(netns.command(sys.executable, "-m", "route_monitor.cli.main", "standalone",
                                           str(tmp_path / "monitors.yaml"), "--metrics-address", f"127.0.0.1:{port}",
                                           "--canary-url", f"http://{canary.host}/readyz"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

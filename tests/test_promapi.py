@@ -1,4 +1,4 @@
-"""The Prometheus API client (``route_monitor.promapi``) against real HTTP(S) servers on loopback
+"""The Prometheus API client (``route_monitor.slo.promapi``) against real HTTP(S) servers on loopback
 that answer like Prometheus' ``/api/v1/query`` (a scripted sequence of answers, every request
 recorded):
 
@@ -26,8 +26,8 @@ from urllib.parse import parse_qs
 import pytest
 import trustme
 
-from route_monitor.cli import main
-from route_monitor.promapi import (
+from route_monitor.cli.main import main
+from route_monitor.slo.promapi import (
     InvalidSettings,
     PrometheusAPI,
     PrometheusUnavailable,

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import respx
 
-from route_monitor.promapi import PrometheusAPI, PrometheusUnavailable, PromSettings, QueryRejected
+from route_monitor.slo.promapi import PrometheusAPI, PrometheusUnavailable, PromSettings, QueryRejected
 
 URL = "http://prometheus.test:9090"
 QUERY = f"{URL}/api/v1/query"

@@ -28,9 +28,9 @@ from benchmarks import measure
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.sslcache import SSLContextCache
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.probespec import ProbeSettings, probe_settings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.probe.tls.sslcache import SSLContextCache
+from route_monitor.spec.probe import ProbeSettings, probe_settings
 from tests.support.protocolservers import (
     CLOSE,
     ERROR,

@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 
 from alert_rules.model import InvalidSpec
-from route_monitor.protocolspec import Protocol, ProtocolSettings, TCPSettings, describe, discovered, from_port, url_for
-from route_monitor.resolve import resolve_service
-from route_monitor.spec import ServiceRef, parse_routemonitor
+from route_monitor.spec.monitor import ServiceRef, parse_routemonitor
+from route_monitor.spec.protocol import (
+    Protocol,
+    ProtocolSettings,
+    TCPSettings,
+    describe,
+    discovered,
+    from_port,
+    url_for,
+)
+from route_monitor.targets.resolve import resolve_service
 
 
 def monitor(probe: dict[str, Any], url: str = "tcp://redis.shop.svc:6379") -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Covers: the second of the two commands is what ``.ci/run`` runs; every row of the install table
 names a layout that renders with ``kubectl kustomize``, whose flags the operator accepts, and
-which ``route-monitor doctor``'s offline judgement (``route_monitor.doctor.check_all``) passes
+which ``route-monitor doctor``'s offline judgement (``route_monitor.cli.doctor.check_all``) passes
 against the Prometheus that row's monitoring stack runs, configured as that stack configures it
 (selectors, namespace labels, an enforced namespace label); every row whose stack has a known
 Prometheus address sets ``--prometheus-url`` so ``kubectl get rmon`` fills its budget columns.
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from route_monitor.cli import build_parser
-from route_monitor.doctor import Generated, check_all, namespace_selected, selects
+from route_monitor.cli.doctor import Generated, check_all, namespace_selected, selects
+from route_monitor.cli.main import build_parser
 from tests.support.upstream_crds import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")

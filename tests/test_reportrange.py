@@ -10,8 +10,8 @@ import datetime as dt
 
 import pytest
 
-from route_monitor.commands.report import chunks
-from route_monitor.reportrange import RangeError, resolve
+from route_monitor.cli.commands.report import chunks
+from route_monitor.reports.reportrange import RangeError, resolve
 
 NOW = dt.datetime(2026, 11, 23, 10, 0, 0, 123456, tzinfo=dt.UTC)
 

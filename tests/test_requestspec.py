@@ -21,10 +21,10 @@ import pytest
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
-from route_monitor.annotations import monitor_spec
-from route_monitor.requestspec import BasicAuth, BearerAuth, ObjectRef, RequestOptions, parse_request
-from route_monitor.resolve import TargetError, resolve_route
-from route_monitor.spec import parse_routemonitor
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.spec.request import BasicAuth, BearerAuth, ObjectRef, RequestOptions, parse_request
+from route_monitor.targets.annotations import monitor_spec
+from route_monitor.targets.resolve import TargetError, resolve_route
 
 PASSWORD = "pa55-W0rd-secret"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from route_monitor.probe.safety import forbidden_host, forbidden_ip
-from route_monitor.resolve import TargetError, check_url_safe, resolve_route, resolve_service, resolve_url
-from route_monitor.spec import ServiceRef, Target, UrlTarget
+from route_monitor.spec.monitor import ServiceRef, Target, UrlTarget
+from route_monitor.targets.resolve import TargetError, check_url_safe, resolve_route, resolve_service, resolve_url
+from route_monitor.targets.safety import forbidden_host, forbidden_ip
 
 
 def route(host: str | None = "shop.apps.example.com", *, tls: bool = False, path: str | None = None,

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from route_monitor import sources
-from route_monitor.resolve import TargetError
-from route_monitor.resolve_http import gateway_refs, resolve_httproute, resolve_ingress
+from route_monitor.targets import sources
+from route_monitor.targets.resolve import TargetError
+from route_monitor.targets.resolve_http import gateway_refs, resolve_httproute, resolve_ingress
 
 
 def ingress(*rules: dict[str, Any], tls: list[dict[str, Any]] | None = None) -> dict[str, Any]:

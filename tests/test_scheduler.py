@@ -23,8 +23,8 @@ from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import ProbeRequest
 from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.scheduler import Schedule, Ticker, guard, hash_phase
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
+from route_monitor.targets.resolve import ResolvedTarget
 
 pytestmark = [pytest.mark.timeout(10)]
 

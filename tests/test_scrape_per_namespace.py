@@ -38,9 +38,9 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Service
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, Route
-from route_monitor.operator.scrapesync import ServiceMonitor
-from route_monitor.operator.sharding import owner_of
+from route_monitor.kube.writer import PrometheusRule, Route
+from route_monitor.operator.outputs.scrapesync import ServiceMonitor
+from route_monitor.operator.replicas.sharding import owner_of
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster, start_cluster
 from tests.support.net import wait_for

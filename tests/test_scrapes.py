@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.operator import scrapes
+from route_monitor.operator.outputs import scrapes
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 from tests.support.cluster import ROOT

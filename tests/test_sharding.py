@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from route_monitor.operator.sharding import Shard, eligible, moved, owner_of, ranking
+from route_monitor.operator.replicas.sharding import Shard, eligible, moved, owner_of, ranking
 
 KEYS = [(f"ns{i % 37}", f"monitor-{i}") for i in range(6000)]
 

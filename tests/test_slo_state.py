@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from route_monitor.operator import slo_state, status
+from route_monitor.operator import status
 from route_monitor.operator.plan import Unresolved
-from route_monitor.operator.slo_state import Reading, SloStatus, advance, fields
+from route_monitor.slo import state as slo_state
+from route_monitor.slo.state import Reading, SloStatus, advance, fields
 
 NOW = 1_795_000_000.0
 

@@ -1,6 +1,6 @@
 """Ingress and HTTPRoute as sources (Contract 7) in both paths that read the one table of sources:
 the operator's planning (``operator/plan.py``, ``operator/world.py``) and the files
-(``manifests.py``, ``fileplan.py`` behind ``check``/``rules``/``standalone``).
+(``files/manifests.py``, ``files/fileplan.py`` behind ``check``/``rules``/``standalone``).
 
 Covers: annotated Ingress/HTTPRoute -> generated RouteMonitor with ``spec.target.ingress`` /
 ``spec.target.httpRoute`` and the ``generated-from`` label; precedence Route > HTTPRoute >
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from alert_rules import names
-from route_monitor import fileplan, manifests
+from route_monitor.files import fileplan, manifests
 from route_monitor.operator import plan
 from route_monitor.operator.world import World
 from tests.test_resolve_http import gateway, httproute, ingress, listener, parent, rule

@@ -11,9 +11,9 @@ from decimal import Decimal
 import pytest
 
 from alert_rules.model import InvalidSpec
-from route_monitor.annotations import monitor_manifest
-from route_monitor.manifests import Manifest, collect
-from route_monitor.spec import parse_routemonitor
+from route_monitor.files.manifests import Manifest, collect
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 
 
 def rm(spec: dict, name: str = "checkout") -> dict:

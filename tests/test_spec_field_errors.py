@@ -22,8 +22,8 @@ import pytest
 
 from alert_rules import names
 from alert_rules.fielderrors import MAX_ERRORS, MAX_MESSAGE, FieldError, InvalidSpec
-from route_monitor.annotations import monitor_manifest
-from route_monitor.spec import parse_routemonitor
+from route_monitor.spec.monitor import parse_routemonitor
+from route_monitor.targets.annotations import monitor_manifest
 from tests.support import standalone
 
 
@@ -169,7 +169,7 @@ BAD_FIELDS = ("spec.target.url", "spec.probe.interval", "spec.probe.method", "sp
 def test_check_prints_every_field_error_of_an_object_in_one_run(tmp_path: Path) -> None:
     path = tmp_path / "shop.yaml"
     path.write_text(GOOD + "---\n" + BAD)
-    run = subprocess.run([sys.executable, "-m", "route_monitor.cli", "check", str(path)],
+    run = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "check", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     errors = [line for line in run.stderr.splitlines() if ": error: " in line]

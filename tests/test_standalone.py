@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.commands.standalone import PATH_RULES_FILE
+from route_monitor.cli.commands.standalone import PATH_RULES_FILE
 from tests.support import servers
 from tests.support.net import free_port, wait_for
 from tests.support.servers import Targets, status
@@ -69,7 +69,7 @@ class Proc:
         self.port = free_port()
         self.rules = folder.parent / "rules"
         self.stderr_path = folder.parent / "stderr.txt"
-        self.p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+        self.p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                                    "--metrics-address", f"127.0.0.1:{self.port}", "--rules-dir", str(self.rules),
                                    *extra], stdout=subprocess.PIPE, stderr=self.stderr_path.open("w"))
 
@@ -206,7 +206,7 @@ def test_invalid_spec_on_reload_keeps_the_last_good_one(targets: Targets, folder
 ])
 def test_nothing_valid_exits_non_zero_with_a_clear_line(folder: Path, content: str) -> None:
     (folder / "bad.yaml").write_text(content)
-    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                            "--metrics-address", f"127.0.0.1:{free_port()}"], capture_output=True, text=True,
                           timeout=30)
     assert done.returncode != 0
@@ -227,7 +227,7 @@ def test_service_url_overrides_the_cluster_dns_name(targets: Targets, folder: Pa
 
 def test_bad_service_url_is_a_clear_error(folder: Path) -> None:
     (folder / "m.yaml").write_text(routemonitor("one", "http://127.0.0.1:9/"))
-    done = subprocess.run([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+    done = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                            "--service-url", "payments=localhost"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "--service-url 'payments=localhost'" in done.stderr
 

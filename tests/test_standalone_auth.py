@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from route_monitor.cli import build_parser
-from route_monitor.commands import check
-from route_monitor.fileplan import parse_service_urls
+from route_monitor.cli.commands import check
+from route_monitor.cli.main import build_parser
+from route_monitor.files.fileplan import parse_service_urls
 from tests.support.authtargets import AuthTarget
 from tests.support.net import wait_for
 from tests.test_standalone import Proc

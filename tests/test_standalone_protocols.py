@@ -65,7 +65,7 @@ def test_grpc_tcp_and_dns_monitors_probe_real_servers(tmp_path: Path,
     folder = tmp_path / "manifests"
     folder.mkdir()
     (folder / "m.yaml").write_text(MANIFESTS.format(dns_port=dns.port))
-    checked = subprocess.run([sys.executable, "-m", "route_monitor.cli", "check", str(folder)],
+    checked = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "check", str(folder)],
                              capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stderr
     assert "  protocol: grpc, from the Service's appProtocol grpc\n" in checked.stdout

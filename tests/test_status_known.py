@@ -17,8 +17,8 @@ import pytest
 
 from route_monitor.operator import exclusion, status
 from route_monitor.probe.result import Exclusion
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, parse_routemonitor
+from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
+from route_monitor.targets.resolve import ResolvedTarget
 
 RESOLVED = ResolvedTarget(url="http://web/", kind="url", name="http://web/")
 CREATED = 1_800_000_000.0

@@ -13,7 +13,7 @@ import pytest
 
 from route_monitor.operator import status
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
-from route_monitor.resolve import ResolvedTarget
+from route_monitor.targets.resolve import ResolvedTarget
 
 RESOLVED = ResolvedTarget(url="http://web/", kind="route", name="web")
 

@@ -32,14 +32,15 @@ from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.operator import rest, status, transport
-from route_monitor.operator.kube import KubeWriter, RouteMonitor
-from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.kube import rest, transport
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter, RouteMonitor
+from route_monitor.operator import status
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
-from route_monitor.operator.slo_state import SloStatus, SloValues
 from route_monitor.operator.world import World
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
+from route_monitor.slo.state import SloStatus, SloValues
 from tests.support.cluster import ROOT, Cluster
 from tests.support.engine import RecordingEngine
 from tests.support.operator import admin_client

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
-from route_monitor.operator.metrics import OperatorMetrics
+from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import RetryLater
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor

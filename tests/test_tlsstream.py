@@ -1,4 +1,4 @@
-"""HTTPS probes through ``probe/tlsstream.py`` (an SSLObject driven over the plain transport):
+"""HTTPS probes through ``probe/net/tlsstream.py`` (an SSLObject driven over the plain transport):
 the outcomes a user sees on real TLS servers, beyond the common cases in test_probe_reasons.
 
 Large bodies (reading pauses and resumes), a body cut short, a server that closes without an
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from route_monitor.demo_targets import Reply
+from route_monitor.cli.demo_targets import Reply
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import ProbeSettings
 from tests.support import servers
 from tests.support.servers import Targets, raw
 

@@ -29,12 +29,12 @@ import trustme
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from route_monitor.credentials import build as build_credentials
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason
-from route_monitor.probe.trust import ENV_CA_FILES, TrustError, ca_files, contexts_from_env, verify_context
-from route_monitor.requestspec import parse_request
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.trust import ENV_CA_FILES, TrustError, ca_files, contexts_from_env, verify_context
+from route_monitor.spec.monitor import ProbeSettings
+from route_monitor.spec.request import parse_request
+from route_monitor.targets.credentials import build as build_credentials
 from tests.support import servers
 from tests.support.authtargets import AuthTarget, PrivateCA
 from tests.support.cluster import ROOT
@@ -85,7 +85,7 @@ class Standalone:
         self.stderr_path = folder / "stderr.txt"
         clean = {k: v for k, v in os.environ.items() if k not in (ENV_CA_FILES, "SSL_CERT_FILE", "SSL_CERT_DIR")}
         with self.stderr_path.open("w") as err:
-            self.p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+            self.p = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                                        "--metrics-address", f"127.0.0.1:{self.port}"],
                                       stdout=subprocess.DEVNULL, stderr=err, env={**clean, **env})
 
@@ -158,7 +158,7 @@ def test_extra_cas_are_added_to_the_system_store_not_put_in_its_place(tmp_path: 
     system.cert_pem.write_to_path(str(system_file))
     extra.cert_pem.write_to_path(str(extra_file))
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""\
-        from route_monitor.probe.trust import verify_context
+        from route_monitor.probe.tls.trust import verify_context
         ctx, extra = verify_context(({str(extra_file)!r},))
         print(len(ctx.get_ca_certs()), extra.loaded[0][1])
         """)], env={**{k: v for k, v in os.environ.items() if k != "SSL_CERT_DIR"},  # a named directory is loaded too

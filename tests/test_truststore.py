@@ -1,4 +1,4 @@
-"""The probes' verifying context trusts the system store loaded once (``probe/truststore.py``).
+"""The probes' verifying context trusts the system store loaded once (``probe/tls/truststore.py``).
 
 Real TLS servers (trustme certificates, one behind an intermediate CA as public CAs serve them),
 real handshakes through the prober. What a user relies on: ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 import trustme
 
-from route_monitor.demo_targets import healthy, port_of, start_target
+from route_monitor.cli.demo_targets import healthy, port_of, start_target
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.probe.truststore import verify_context
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.probe.tls.truststore import verify_context
+from route_monitor.spec.monitor import ProbeSettings
 
 
 def _hashed_copy(ca: trustme.CA, directory: Path) -> Path:
@@ -126,7 +126,7 @@ def test_given_ca_file_is_the_only_trust(chains: ChainServers, monkeypatch: pyte
 
 
 def test_monitor_ca_adds_to_the_system_store(chains: ChainServers, monkeypatch: pytest.MonkeyPatch) -> None:
-    from route_monitor.probe.sslcache import SSLContextCache
+    from route_monitor.probe.tls.sslcache import SSLContextCache
 
     monkeypatch.setenv("SSL_CERT_FILE", str(chains.file_a))
     ctx = SSLContextCache().context(ca_pem=chains.root_b.cert_pem.bytes())

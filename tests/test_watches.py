@@ -19,8 +19,8 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace, Service
 
 from alert_rules import names
-from route_monitor.operator import rest, transport
-from route_monitor.operator.kube import RouteMonitor
+from route_monitor.kube import rest, transport
+from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.watches import Api, KindWatch, api_of
 from tests.support.cluster import Cluster, kubeconfig
 from tests.support.operator import admin_client

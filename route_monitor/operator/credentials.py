@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from route_monitor.credentials import CredentialError, build
 from route_monitor.operator.plan import Unresolved
 from route_monitor.operator.refwatch import MonitorKey, ObjectKey, ReferenceWatches
-from route_monitor.requestspec import KeyRef
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec
+from route_monitor.spec.monitor import MonitorSpec
+from route_monitor.spec.request import KeyRef
+from route_monitor.targets.credentials import CredentialError, build
+from route_monitor.targets.resolve import ResolvedTarget
 
 RBAC_HINT = ("reading Secrets and ConfigMaps is opt-in: apply deploy/optional/secrets-reader.yaml, or grant "
              "a Role on this object to the operator's ServiceAccount (docs/credentials.md)")

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from route_monitor.maintenance import state_at
 from route_monitor.probe.result import Exclusion
-from route_monitor.spec import MonitorSpec
+from route_monitor.spec.maintenance import state_at
+from route_monitor.spec.monitor import MonitorSpec
 
 COUNTED_REASON = "Probing"
 """The ``Probing`` condition's reason while results count."""

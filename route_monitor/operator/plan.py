@@ -1,6 +1,6 @@
 """Pure planning: what the cluster should contain for one ``(namespace, name)`` key.
 
-- :func:`plan_generated`: annotated source (a row of :data:`route_monitor.sources.SOURCES`) -> the
+- :func:`plan_generated`: annotated source (a row of :data:`route_monitor.targets.sources.SOURCES`) -> the
   RouteMonitor to apply, delete or leave alone, plus Warning events (Contracts 1 and 7: bad
   annotation, precedence among sources of one name, a hand-written RouteMonitor of the same
   name is never overwritten, an Ingress/HTTPRoute without a usable host gets no monitor);
@@ -20,11 +20,11 @@ import alert_rules
 from alert_rules import fielderrors, names
 from alert_rules.fielderrors import InvalidSpec, bounded
 from alert_rules.model import RuleDefaults
-from route_monitor import resolve, sources, vet
-from route_monitor.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
 from route_monitor.operator.world import Key, World
-from route_monitor.sources_fields import InvalidSource
-from route_monitor.spec import MonitorSpec, UrlTarget
+from route_monitor.spec.monitor import MonitorSpec, UrlTarget
+from route_monitor.targets import resolve, sources, vet
+from route_monitor.targets.annotations import annotation_for, annotations_of, is_opted_in, monitor_manifest
+from route_monitor.targets.sources_fields import InvalidSource
 
 ANNOTATION_MESSAGE_MAX = 1000
 

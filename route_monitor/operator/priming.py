@@ -1,6 +1,6 @@
 """The operator's first view of the cluster: one list of each kind it watches (and of its own
 PrometheusRules) before any reconcile, each list tried again until the API answers
-(:mod:`~route_monitor.operator.patience`). A kind this cluster does not serve is said once.
+(:mod:`~route_monitor.kube.patience`). A kind this cluster does not serve is said once.
 The kinds' lists are the watches' own (:meth:`KindWatch.prime`), which then watch from them."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from route_monitor import sources
-from route_monitor.operator.kube import KubeWriter
-from route_monitor.operator.patience import until_answered
+from route_monitor.kube.patience import until_answered
+from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.watches import KindWatch
+from route_monitor.targets import sources
 
 log = logging.getLogger("route_monitor.operator.supervisor")
 

@@ -20,20 +20,21 @@ from typing import Any, Protocol
 
 from alert_rules import names
 from alert_rules.model import InvalidSpec
-from route_monitor import maintenance
-from route_monitor.operator import exclusion, ownership, plan, status
-from route_monitor.operator.apierrors import status_code
+from route_monitor.kube import ownership
+from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter
+from route_monitor.operator import exclusion, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
-from route_monitor.operator.kube import KubeWriter
-from route_monitor.operator.metrics import OperatorMetrics
-from route_monitor.operator.rulesync import RulesOutcome, RuleSync
+from route_monitor.operator.outputs.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings
-from route_monitor.operator.slo_state import SloStatus
 from route_monitor.operator.statuswriter import StatusWriter
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
-from route_monitor.resolve import ResolvedTarget
-from route_monitor.spec import MonitorSpec, parse_routemonitor
+from route_monitor.slo.state import SloStatus
+from route_monitor.spec import maintenance
+from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
+from route_monitor.targets.resolve import ResolvedTarget
 
 log = logging.getLogger(__name__)
 

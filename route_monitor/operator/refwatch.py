@@ -28,8 +28,8 @@ from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
-from route_monitor.operator.apierrors import unreachable
-from route_monitor.requestspec import RefKind
+from route_monitor.kube.apierrors import unreachable
+from route_monitor.spec.request import RefKind
 
 log = logging.getLogger(__name__)
 ObjectKey = tuple[RefKind, str, str]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from alert_rules.model import RuleDefaults
 from route_monitor.probe.canary import CanarySettings
-from route_monitor.promapi import PromSettings
+from route_monitor.slo.promapi import PromSettings
 
 
 @dataclass(frozen=True, kw_only=True)

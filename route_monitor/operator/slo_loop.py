@@ -4,7 +4,7 @@ Every ``interval`` (5 minutes by default) one pass runs a fixed set of instant q
 monitors at once (``alert_rules.readback``: failed and all probes over the period, one pair per
 distinct SLO period, and the recorded 1h error ratio), one after another, so the load on
 Prometheus does not grow with the number of monitors' passes. Each owned monitor's
-:class:`~route_monitor.operator.slo_state.SloStatus` is advanced; a monitor whose status changed
+:class:`~route_monitor.slo.state.SloStatus` is advanced; a monitor whose status changed
 beyond the tolerance is handed to ``on_change`` (the supervisor enqueues a reconcile, which
 writes the status through the rate-limited status path). A failed pass keeps the last values
 with reason ``SLOUnknown``; probing never waits on any of this.
@@ -26,12 +26,12 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from alert_rules import durations, names, readback
 from alert_rules.model import InvalidSpec, Objective
-from route_monitor.operator import slo_state
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.operator.world import Key
-from route_monitor.promapi import PrometheusAPI, PrometheusError, Sample
-from route_monitor.spec import parse_routemonitor
+from route_monitor.slo import state as slo_state
+from route_monitor.slo.promapi import PrometheusAPI, PrometheusError, Sample
+from route_monitor.spec.monitor import parse_routemonitor
 
 log = logging.getLogger(__name__)
 DEFAULT_INTERVAL = 300.0

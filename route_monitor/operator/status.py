@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from alert_rules import durations
-from route_monitor.operator import slo_state
 from route_monitor.operator.plan import Unresolved
 from route_monitor.probe.result import Exclusion, ProbeResult
-from route_monitor.resolve import ResolvedTarget
+from route_monitor.slo import state as slo_state
+from route_monitor.targets.resolve import ResolvedTarget
 
 CONDITION_TYPES = ("Ready", "TargetResolved", "Probing", "RulesApplied")
 EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: results do not count in the SLO"),

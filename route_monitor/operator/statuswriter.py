@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import plan, status
-from route_monitor.operator.apierrors import status_code
-from route_monitor.operator.kube import KubeWriter
-from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
-from route_monitor.resolve import ResolvedTarget
+from route_monitor.targets.resolve import ResolvedTarget
 
 log = logging.getLogger("route_monitor.operator.reconcile")
 

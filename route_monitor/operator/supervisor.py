@@ -20,14 +20,14 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from route_monitor.kube.apierrors import status_code, unreachable
+from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.writer import KubeWriter, requests_made
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import priming, status
-from route_monitor.operator.apierrors import status_code, unreachable
-from route_monitor.operator.kube import KubeWriter, requests_made
-from route_monitor.operator.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
+from route_monitor.operator.replicas.sharding import Shard, moved
 from route_monitor.operator.settings import OperatorSettings
-from route_monitor.operator.sharding import Shard, moved
 from route_monitor.operator.trim import HeapTrimmer
 from route_monitor.operator.watches import KindWatch
 from route_monitor.operator.workqueue import WorkQueue

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from alert_rules import names
-from route_monitor import sources
-from route_monitor.operator.apierrors import status_code
-from route_monitor.operator.patience import DELAYS, until_answered
-from route_monitor.operator.rest import Rest, path
+from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.patience import DELAYS, until_answered
+from route_monitor.kube.rest import Rest, path
 from route_monitor.operator.world import KINDS, Key, Kind
+from route_monitor.targets import sources
 
 log = logging.getLogger(__name__)
 PAGE = "500"

@@ -1,4 +1,4 @@
-"""The operator's view of the cluster: the sources it watches (:data:`route_monitor.sources.SOURCES`:
+"""The operator's view of the cluster: the sources it watches (:data:`route_monitor.targets.sources.SOURCES`:
 Routes, Services, ...), the objects they depend on (Gateways), and RouteMonitors.
 
 Fed by watch events (``observe``), read by the pure planning functions. It answers one
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from route_monitor.annotations import is_opted_in
 from route_monitor.operator import packed
-from route_monitor.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
+from route_monitor.targets.annotations import is_opted_in
+from route_monitor.targets.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
 
 __all__ = ["KINDS", "Key", "Kind", "Ref", "World", "key_of", "target_ref", "trimmed"]
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass, replace
 from prometheus_client import CollectorRegistry, Gauge
 
 from alert_rules import names
-from route_monitor.credentials import Credentials
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import NETWORK_REASONS, ProbeResult
-from route_monitor.spec import ProbeSettings
+from route_monitor.spec.monitor import ProbeSettings
+from route_monitor.targets.credentials import Credentials
 
 log = logging.getLogger(__name__)
 RECENT = 32

@@ -24,11 +24,11 @@ import dns.message
 import dns.rcode
 import dns.rdatatype
 
-from route_monitor.bodyregex import BodyRegex, MatchTimeout
-from route_monitor.probe.connect import Progress, resolve
+from route_monitor.probe.net.connect import Progress, resolve
 from route_monitor.probe.reasons import Phase, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
-from route_monitor.protocolspec import DNSSettings
+from route_monitor.spec.bodyregex import BodyRegex, MatchTimeout
+from route_monitor.spec.protocol import DNSSettings
 
 _MARGIN_S = 0.02
 

@@ -32,12 +32,12 @@ from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, ProbeResult
 from route_monitor.probe.scheduler import Schedule, Ticker, default_jitter, guard, watch_loop_lag
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.protocolspec import discovered, url_for
-from route_monitor.spec import MonitorSpec
+from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.spec.monitor import MonitorSpec
+from route_monitor.spec.protocol import discovered, url_for
 
 if TYPE_CHECKING:
-    from route_monitor.resolve import ResolvedTarget
+    from route_monitor.targets.resolve import ResolvedTarget
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from route_monitor.maintenance import Window, state_at
 from route_monitor.probe.result import Exclusion
+from route_monitor.spec.maintenance import Window, state_at
 
 
 @dataclass(frozen=True, slots=True)

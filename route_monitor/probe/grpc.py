@@ -1,7 +1,7 @@
 """A gRPC probe: ``grpc.health.v1.Health/Check`` over HTTP/2 (h2c or TLS with ALPN ``h2``),
 judged as the kubelet's gRPC probe and ``grpc-health-probe`` judge it.
 
-The connection is :func:`~route_monitor.probe.connect.open_stream`'s (so DNS, connect and TLS
+The connection is :func:`~route_monitor.probe.net.connect.open_stream`'s (so DNS, connect and TLS
 fail as an HTTP probe's do); HTTP/2 framing is ``h2``'s (sans-IO), one stream per probe, no
 grpcio channel (its C core keeps threads, pools and a connection per channel: a channel per
 monitor would cost far more than a probe).
@@ -27,7 +27,7 @@ import h2.events
 import h2.exceptions
 
 from route_monitor import __version__
-from route_monitor.probe.connect import AnyStream
+from route_monitor.probe.net.connect import AnyStream
 from route_monitor.probe.reasons import ClosedWithoutResponse, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
 

@@ -29,18 +29,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit
 
-from route_monitor import __version__, urls
-from route_monitor.bodyregex import BodyRegex, MatchTimeout
-from route_monitor.credentials import Credentials
-from route_monitor.probe import http11
-from route_monitor.probe.connect import PROCESSING, TRANSFER, AnyStream, Progress, open_stream
+from route_monitor import __version__
+from route_monitor.probe.net import http11
+from route_monitor.probe.net.connect import PROCESSING, TRANSFER, AnyStream, Progress, open_stream
 from route_monitor.probe.protocols import OtherProtocol, default_port, host_port
 from route_monitor.probe.reasons import ProbeFailure, classify, closed_after_handshake
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.probe.sslcache import SSLContextCache
-from route_monitor.probe.tls import TLSContexts, not_after
-from route_monitor.protocolspec import Protocol
-from route_monitor.spec import ProbeSettings
+from route_monitor.probe.tls.contexts import TLSContexts, not_after
+from route_monitor.probe.tls.sslcache import SSLContextCache
+from route_monitor.spec import urls
+from route_monitor.spec.bodyregex import BodyRegex, MatchTimeout
+from route_monitor.spec.monitor import ProbeSettings
+from route_monitor.spec.protocol import Protocol
+from route_monitor.targets.credentials import Credentials
 
 USER_AGENT = f"route-monitor/{__version__}".encode()
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from route_monitor.bodyregex import BodyRegex
-from route_monitor.credentials import Credentials
 from route_monitor.probe import dnsquery, grpc, tcp
-from route_monitor.probe.connect import Progress, open_stream
+from route_monitor.probe.net.connect import Progress, open_stream
 from route_monitor.probe.reasons import ProbeFailure, ProtocolError, closed_after_handshake
 from route_monitor.probe.result import FailureReason
-from route_monitor.probe.tls import not_after
-from route_monitor.protocolspec import Protocol, ProtocolSettings
-from route_monitor.requestspec import RequestOptions
+from route_monitor.probe.tls.contexts import not_after
+from route_monitor.spec.bodyregex import BodyRegex
+from route_monitor.spec.protocol import Protocol, ProtocolSettings
+from route_monitor.spec.request import RequestOptions
+from route_monitor.targets.credentials import Credentials
 
 
 def default_port(p: ProtocolSettings) -> int:

@@ -45,7 +45,7 @@ class ProbeFailure(Exception):
 
 
 class ProtocolError(Exception):
-    """A response that is not valid HTTP/1.1 (``probe/http11.py``): ``protocol_error``."""
+    """A response that is not valid HTTP/1.1 (``probe/net/http11.py``): ``protocol_error``."""
 
 
 class ClosedWithoutResponse(ProtocolError):

@@ -1,7 +1,7 @@
 """A TCP probe: connect (and TLS), then the monitor's send/expect steps, like
 blackbox_exporter's ``tcp`` module with ``query_response``.
 
-The connection is :func:`~route_monitor.probe.connect.open_stream`'s, so DNS, connect and TLS
+The connection is :func:`~route_monitor.probe.net.connect.open_stream`'s, so DNS, connect and TLS
 fail exactly as an HTTP probe's do. Steps run in order: ``send`` writes its bytes; ``expect``
 reads until its regular expression matches what the server sent since the previous match (a
 Redis ``+PONG``, an SMTP ``220`` banner). What does not match fails as ``expect_mismatch``:
@@ -16,11 +16,11 @@ No step is success once connected (and, with TLS, handshaken).
 
 from __future__ import annotations
 
-from route_monitor.bodyregex import BodyRegex, MatchTimeout
-from route_monitor.probe.connect import AnyStream, Progress
+from route_monitor.probe.net.connect import AnyStream, Progress
 from route_monitor.probe.reasons import ProbeFailure
 from route_monitor.probe.result import FailureReason
-from route_monitor.protocolspec import TCPStep
+from route_monitor.spec.bodyregex import BodyRegex, MatchTimeout
+from route_monitor.spec.protocol import TCPStep
 
 MAX_READ_BYTES = 64 * 1024
 """What one ``expect`` reads at most before it gives up."""

@@ -14,7 +14,7 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.operator.kube import PrometheusRule, Route, RouteMonitor
+from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from tests.support.operator import Operator, annotations, condition, route
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alert_rules import names
-from route_monitor.demo_targets import Reply
+from route_monitor.cli.demo_targets import Reply
 from tests.support import promtool
 from tests.support.history import Gauge, openmetrics
 from tests.support.net import free_port, wait_for
@@ -114,7 +114,7 @@ def standalone(folder: Path, rules: Path, *, count: int = len(MONITORS), tile: s
     ``args``: more flags. The rules are told Prometheus evaluates every second, as ``run_prometheus`` does."""
     port = free_port()
     log = (folder / "standalone.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder / "monitors"),
+    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder / "monitors"),
                              "--metrics-address", f"127.0.0.1:{port}", "--rules-dir", str(rules),
                              *(["--tile", tile] if tile else []), "--evaluation-interval", "1s", *args],
                             stdout=log, stderr=subprocess.STDOUT)

@@ -31,7 +31,7 @@ from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.operator.kube import Route, RouteMonitor
+from route_monitor.kube.writer import Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import free_port, wait_for
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from route_monitor.demo_targets import Reply, Responder, healthy, port_of, start_target
+from route_monitor.cli.demo_targets import Reply, Responder, healthy, port_of, start_target
 
 CERT_KINDS = ("good", "expired", "wrong-host")
 

@@ -20,7 +20,7 @@ from tests.support.net import wait_for
 def started(folder: Path) -> Iterator[list[str]]:
     """Run ``standalone`` on ``folder`` and yield the stderr lines it printed until it served
     /metrics (what a user reads at start-up); asserts it is still running then."""
-    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+    proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                              "--metrics-address", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
@@ -42,7 +42,7 @@ class Running:
 
     def __init__(self, folder: Path, *extra: str) -> None:
         self.log_path = folder.parent / f"{folder.name}-standalone.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli", "standalone", str(folder),
+        self.proc = subprocess.Popen([sys.executable, "-m", "route_monitor.cli.main", "standalone", str(folder),
                                       "--metrics-address", "127.0.0.1:0", *extra],
                                      stderr=self.log_path.open("w"), text=True)
         self.base = ""

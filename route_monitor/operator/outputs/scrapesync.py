@@ -1,0 +1,274 @@
+"""Keep the per-namespace scrape objects (:mod:`route_monitor.operator.outputs.scrapes`) in the cluster.
+
+Written like every generated object: a name is *created* (the API server refuses when anything
+holds it); a 409 reads what is there, and an object that is not the operator's (no
+``app.kubernetes.io/managed-by: route-monitor`` label) is left untouched and logged; ours are
+replaced only when they differ, pinned to the uid and resourceVersion read; deletes carry a uid
+precondition.
+
+One replica writes each namespace's objects: the owner of the key ``(namespace, "")`` in the
+replicas' rendezvous hashing (:mod:`route_monitor.operator.replicas.sharding`). Every replica computes the
+same owner from the same Leases, so there is one writer per namespace without any extra
+coordination; when replicas come or go the duty moves with the hash, like monitors do. (Each
+replica writing an EndpointSlice of its own would need someone to delete the slice of a replica
+that died, i.e. this same election.) The Endpoints and the EndpointSlice list every ready
+replica, read from the EndpointSlices Kubernetes keeps for the operator's metrics Service, so
+scraping covers all replicas and each answers with the monitors it owns.
+
+A pass runs every ``interval`` seconds, when kicked (replicas changed) and within a second of the
+set of namespaces with monitors changing: one list of the metrics Service's EndpointSlices;
+writes only for what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lightkube import ALL_NS, AsyncClient
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.core_v1 import Endpoints, Service
+
+from alert_rules import names
+from route_monitor.kube import ownership
+from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.writer import KubeWriter
+from route_monitor.operator.outputs import scrapes
+from route_monitor.operator.settings import OperatorSettings
+from route_monitor.operator.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
+SLICE_VERSIONS = ("v1", "v1beta1")
+"""discovery.k8s.io versions, newest first: v1 from Kubernetes 1.21, v1beta1 before (and until 1.25)."""
+
+
+def slice_resource(version: str) -> Any:
+    return create_namespaced_resource("discovery.k8s.io", version, "EndpointSlice", "endpointslices")
+
+
+def _plural(kind: str) -> str:
+    return {"Service": "services", "Endpoints": "endpoints", "EndpointSlice": "endpointslices",
+            "ServiceMonitor": "servicemonitors"}[kind]
+
+
+class ScrapeObjects:
+    def __init__(self, client: AsyncClient, kube: KubeWriter, *, operator_namespace: str, metrics_service: str,
+                 namespaces: tuple[str, ...] = ()) -> None:
+        self._client = client
+        self._kube = kube
+        self._operator_namespace = operator_namespace
+        self._metrics_service = metrics_service
+        self._namespaces = namespaces
+        self.slice_version: str | None = None
+        self._known: dict[tuple[str, str], tuple[str, str, str]] = {}
+        """(namespace, kind) -> (uid, resourceVersion, desired as written): unchanged means no request."""
+        self.present: set[str] = set()
+        """Namespaces holding our scrape objects."""
+        self._reported: set[tuple[str, str]] = set()
+
+    def _res(self, kind: str) -> Any:
+        if kind == "EndpointSlice":
+            return slice_resource(self.slice_version or SLICE_VERSIONS[0])
+        return {"Service": Service, "Endpoints": Endpoints, "ServiceMonitor": ServiceMonitor}[kind]
+
+    async def start(self) -> None:
+        """Detect the EndpointSlice version served here; find the namespaces holding our objects."""
+        await self._detect_version()
+        await self.refresh_present()
+        log.info("per-namespace scraping: EndpointSlices discovery.k8s.io/%s; scrape objects in %d namespaces",
+                 self.slice_version, len(self.present))
+
+    async def _detect_version(self) -> None:
+        for version in SLICE_VERSIONS:
+            try:
+                async for _ in self._client.list(slice_resource(version), namespace=self._operator_namespace,
+                                                 chunk_size=1):
+                    break
+            except Exception as e:
+                if status_code(e) == 404:
+                    continue
+                raise
+            self.slice_version = version
+            break
+        if self.slice_version is None:
+            raise RuntimeError("this cluster serves no EndpointSlice API (discovery.k8s.io v1 or v1beta1)")
+
+    async def refresh_present(self) -> None:
+        """Which namespaces hold our ServiceMonitor (another replica may have written them)."""
+        selector: dict[str, Any] = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+        present: set[str] = set()
+        for ns in self._namespaces or (ALL_NS,):
+            async for sm in self._client.list(ServiceMonitor, namespace=ns, labels=selector):
+                meta = sm.to_dict()["metadata"]  # type: ignore[no-untyped-call]
+                if meta["name"] == names.SCRAPE_OBJECT_NAME:
+                    present.add(str(meta["namespace"]))
+        self.present = present
+
+    async def operator_endpoints(self) -> scrapes.OperatorEndpoints | None:
+        selector: dict[str, Any] = {names.LABEL_SERVICE_NAME: self._metrics_service}
+        slices = [s.to_dict() async for s in self._client.list(
+            self._res("EndpointSlice"), namespace=self._operator_namespace, labels=selector)]
+        return scrapes.operator_endpoints(slices)
+
+    async def ensure(self, namespace: str, endpoints: scrapes.OperatorEndpoints) -> None:
+        assert self.slice_version is not None, "start() first"
+        self.present.add(namespace)  # (removal deletes only what is ours)
+        for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version):
+            try:
+                written = await self._write(namespace, obj)
+            except Exception as e:
+                if obj["kind"] != "Endpoints" or status_code(e) not in (403, 422):
+                    raise
+                self._endpoints_refused(namespace, e)
+                continue  # the EndpointSlice and ServiceMonitor still serve the endpointslice role
+            if not written:
+                return  # a foreign object holds a name: write nothing after it there
+
+    def _endpoints_refused(self, namespace: str, error: Exception) -> None:
+        """Endpoints refused (RBAC of an older install: 403; addresses the API server does not take
+        in Endpoints, e.g. loopback: 422): said once per namespace; the other objects are written."""
+        key = (namespace, f"Endpoints-{status_code(error)}")
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        hint = ("grant endpoints get, create, update, delete (deploy/overlays/openshift-user-workload/"
+                "scrape-per-namespace-rbac.yaml)" if status_code(error) == 403 else
+                "the API server refuses these addresses in Endpoints")
+        log.warning("Endpoints %s/%s not written (%s): a Prometheus discovering with the endpoints role (the "
+                    "prometheus-operator default) finds no target in this namespace; %s",
+                    namespace, names.SCRAPE_OBJECT_NAME, error, hint)
+
+    async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
+        """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
+        kind, name = str(obj["kind"]), names.SCRAPE_OBJECT_NAME
+        key, desired = (namespace, kind), json.dumps(obj, sort_keys=True)
+        known = self._known.get(key)
+        if known is not None and known[2] == desired:
+            return True
+        res = self._res(kind)
+        if known is None:
+            try:
+                created = (await self._client.create(res.from_dict(dict(obj)))).to_dict()
+                self._record(key, created, desired)
+                return True
+            except Exception as e:
+                if status_code(e) != 409:
+                    raise
+            existing = (await self._client.get(res, name, namespace=namespace)).to_dict()
+            if not ownership.is_ours(existing):
+                if key not in self._reported:
+                    self._reported.add(key)
+                    log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; this "
+                                "namespace's probe series are not scraped per namespace until it is renamed or "
+                                "removed", kind, namespace, name)
+                return False
+            self._reported.discard(key)
+            if scrapes.up_to_date(existing, obj):
+                self._record(key, existing, desired)
+                return True
+            uid, version = ownership.uid_of(existing), ownership.version_of(existing)
+        else:
+            uid, version = known[0], known[1]
+        pinned = {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": version}}
+        try:
+            replaced = (await self._client.replace(res.from_dict(pinned))).to_dict()
+        except Exception as e:
+            if status_code(e) in (404, 409):  # changed or replaced meanwhile: read it again next pass
+                self._known.pop(key, None)
+                return True
+            raise
+        self._record(key, replaced, desired)
+        return True
+
+    def _record(self, key: tuple[str, str], stored: Mapping[str, Any], desired: str) -> None:
+        self._known[key] = (ownership.uid_of(stored), ownership.version_of(stored), desired)
+
+    async def remove(self, namespace: str) -> None:
+        """Delete our scrape objects in ``namespace`` (no monitors left there); never a foreign one."""
+        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service"):
+            self._known.pop((namespace, kind), None)
+            res = self._res(kind)
+            try:
+                existing = (await self._client.get(res, names.SCRAPE_OBJECT_NAME, namespace=namespace)).to_dict()
+            except Exception as e:
+                if status_code(e) == 404:
+                    continue
+                raise
+            if ownership.is_ours(existing):
+                await self._kube.delete_at_uid(res, _plural(kind), namespace, names.SCRAPE_OBJECT_NAME,
+                                               ownership.uid_of(existing))
+        self.present.discard(namespace)
+
+
+class ScrapeTargets:
+    """The loop: namespaces with monitors -> scrape objects there, for the namespaces this replica owns."""
+
+    def __init__(self, objects: ScrapeObjects, *, monitored: Callable[[], set[str]], owns: Callable[[str], bool],
+                 interval: float = 10.0) -> None:
+        self.objects = objects
+        self._monitored = monitored
+        self._owns = owns
+        self._interval = interval
+        self._kicked = asyncio.Event()
+        self._waiting_reported = False
+
+    def kick(self) -> None:
+        self._kicked.set()
+
+    async def run(self) -> None:
+        await self.objects.start()
+        while True:
+            kicked = self._kicked.is_set()
+            self._kicked.clear()
+            try:
+                if kicked:  # replicas changed: namespaces may have come to this one
+                    await self.objects.refresh_present()
+                await self.sync_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("per-namespace scrape objects not synced (retrying in %.0fs): %s", self._interval, e)
+            await self._until_due()
+
+    async def _until_due(self) -> None:
+        """Until kicked, ``interval`` passed, or the namespaces with monitors changed (checked in
+        memory every second: a namespace's first monitor is scraped without waiting a full pass)."""
+        seen = self._monitored()
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self._interval
+        while loop.time() < due and not self._kicked.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kicked.wait(), timeout=min(1.0, max(0.0, due - loop.time())))
+            if self._monitored() != seen:
+                return
+
+    async def sync_once(self) -> None:
+        monitored = self._monitored()
+        mine = sorted(ns for ns in monitored if self._owns(ns))
+        endpoints = await self.objects.operator_endpoints() if mine else None
+        if mine and endpoints is None:
+            if not self._waiting_reported:
+                self._waiting_reported = True
+                log.warning("per-namespace scraping: the operator's metrics Service has no ready endpoints yet")
+        elif endpoints is not None:
+            self._waiting_reported = False
+            for ns in mine:
+                await self.objects.ensure(ns, endpoints)
+        for ns in sorted(self.objects.present - monitored):
+            if self._owns(ns):
+                await self.objects.remove(ns)
+
+
+def for_supervisor(client: AsyncClient, kube: KubeWriter, settings: OperatorSettings,
+                   supervisor: Supervisor) -> ScrapeTargets:
+    """The loop for the operator: namespaces of the supervisor's monitors, owned by the owner of
+    ``(namespace, "")`` among the live replicas."""
+    objects = ScrapeObjects(client, kube, operator_namespace=settings.lease_namespace,
+                            metrics_service=settings.metrics_service, namespaces=settings.namespaces)
+    return ScrapeTargets(objects, monitored=lambda: {ns for ns, _ in supervisor.world.monitors},
+                         owns=lambda ns: supervisor.shard.owns((ns, "")))
