@@ -100,10 +100,10 @@ def test_apiserver_requests_by_verb_resource_and_code() -> None:
 
 def test_member_sets_from_an_operator_log() -> None:
     lines = [
-        "2026-11-23 10:53:11,335 INFO route_monitor.operator.replicas.membership: live members: replica-2, replica-3 "
+        "2026-11-23 10:53:11,335 INFO route_monitor.operator.membership: live members: replica-2, replica-3 "
         "(were replica-1, replica-2, replica-3)",
         "2026-11-23 10:53:11,374 INFO route_monitor.operator.supervisor: 2 live replicas: this one gains 521 monitors",
-        "2026-11-23 10:54:09,707 INFO route_monitor.operator.replicas.membership: live members: replica-1, replica-2, replica-3 "
+        "2026-11-23 10:54:09,707 INFO route_monitor.operator.membership: live members: replica-1, replica-2, replica-3 "
         "(were replica-2, replica-3)",
     ]
     changes = rm.member_changes(lines)

@@ -27,7 +27,7 @@ from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
 from route_monitor.kube.writer import KubeWriter
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("route_monitor.operator.rulesync")  # the logger name in earlier versions' logs
 Key = tuple[str, str]
 
 

@@ -41,7 +41,7 @@ from route_monitor.operator.outputs import scrapes
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("route_monitor.operator.scrapesync")  # the logger name in earlier versions' logs
 ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
 SLICE_VERSIONS = ("v1", "v1beta1")
 """discovery.k8s.io versions, newest first: v1 from Kubernetes 1.21, v1beta1 before (and until 1.25)."""

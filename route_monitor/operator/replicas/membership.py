@@ -39,7 +39,7 @@ from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.replicas.leases import LeaseTable
 from route_monitor.operator.replicas.sharding import Shard
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("route_monitor.operator.membership")  # the logger name in earlier versions' logs
 SELECTOR = {names.LABEL_MEMBER: "true"}
 
 
