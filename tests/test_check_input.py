@@ -25,7 +25,7 @@ import pytest
 from route_monitor.files import yamlread
 from tests.support import standalone
 
-RUN = ("import sys; from route_monitor import yamlread; yamlread.Loader = yamlread.LOADERS[sys.argv.pop(1)]; "
+RUN = ("import sys; from route_monitor.files import yamlread; yamlread.Loader = yamlread.LOADERS[sys.argv.pop(1)]; "
        "from route_monitor.cli.main import main; sys.exit(main(sys.argv[1:]))")
 HEAD = "apiVersion: routemonitor.io/v1alpha1\nkind: RouteMonitor\nmetadata: {name: shop, namespace: web}\n"
 GOOD = HEAD.replace("shop", "good") + "spec:\n  target: {url: 'https://good.example'}\n  slo: {availability: '99.9'}\n"
