@@ -20,15 +20,13 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probespec import ProbeSettings, probe_settings
+from tests.support.dnsserver import NXDOMAIN, SERVFAIL, DNSServer
 from tests.support.protocolservers import (
     BANNER,
     CLOSE,
     ERROR,
-    NXDOMAIN,
     PONG,
-    SERVFAIL,
     SILENT,
-    DNSServer,
     GRPCHealth,
     LineServer,
 )
@@ -125,7 +123,7 @@ async def test_tcp_over_tls_verifies_the_certificate(ca: tuple[trustme.CA, Path]
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DNSServer]:
     server = DNSServer({"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
-                        "hang.example": SILENT})
+                        "hang.example": SILENT}, port=0)
     yield server
     server.close()
 
