@@ -23,15 +23,11 @@ import pytest
 import trustme
 from prometheus_client.parser import text_string_to_metric_families
 
-from alert_rules.fielderrors import Collect
 from benchmarks import measure
-from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.sslcache import SSLContextCache
-from route_monitor.probe.tls import TLSContexts
-from route_monitor.probespec import ProbeSettings, probe_settings
 from tests.support.dnsserver import NXDOMAIN, SERVFAIL, DNSServer
+from tests.support.protocolprobe import ca_file, probe, settings
 from tests.support.protocolservers import (
     CLOSE,
     ERROR,
@@ -90,10 +86,7 @@ class Exporter:
 
 @pytest.fixture(scope="module")
 def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[trustme.CA, Path]:
-    authority = trustme.CA()
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    authority.cert_pem.write_to_path(str(path))
-    return authority, path
+    return ca_file(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture(scope="module")
@@ -111,17 +104,8 @@ def exporter(ca: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFacto
         measure.stop(proc)
 
 
-def _settings(probe: dict[str, Any]) -> ProbeSettings:
-    c = Collect()
-    s = probe_settings({"timeout": "1s", "interval": "5s", **probe}, "spec.probe", c)
-    c.done()
-    return s
-
-
-async def ours(url: str, probe: dict[str, Any], cafile: Path | None = None) -> ProbeResult:
-    tls = TLSContexts.trusting(str(cafile)) if cafile else TLSContexts()
-    p = Prober(tls=tls, contexts=SSLContextCache(cafile=str(cafile) if cafile else None))
-    return await p.probe(p.request(("ns", "m"), url, _settings(probe)))
+async def ours(url: str, spec: dict[str, Any], cafile: Path | None = None) -> ProbeResult:
+    return await probe(url, settings(spec), cafile)
 
 
 # --- TCP -----------------------------------------------------------------------------------
