@@ -245,6 +245,20 @@ def kube(cluster: Cluster) -> Client:
     return admin_client(cluster)
 
 
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    """One operator with the default flags for all of a module's tests (modules that need flags
+    define their own)."""
+    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
+        yield op
+
+
+@pytest.fixture
+def ns(kube: Client, request: pytest.FixtureRequest) -> str:
+    """A fresh namespace for the test (``t<n>-<test name>``)."""
+    return new_namespace(kube, request, "t")
+
+
 @pytest.fixture
 def target() -> Iterator[Target]:
     """A real HTTP target on loopback, closed after the test."""
