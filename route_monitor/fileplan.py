@@ -93,7 +93,7 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
             declared = sources.resolve_target(t, spec.namespace, spec.path, ctx)
             url = resolve_url(UrlTarget(override), spec.path).url
             if declared.protocol is not None:
-                url = url_for(url, declared.protocol)
+                url = url_for(url, declared.protocol[0])
             return replace(declared, url=url, paths=combine(url_paths(url), spec.paths))
     return sources.resolve_target(t, spec.namespace, spec.path, ctx, spec.paths)
 

@@ -249,7 +249,8 @@ _DISCOVERED_DNS = DNSSettings(name=".", type="NS")
 
 def from_port(port: Mapping[str, Any]) -> tuple[ProtocolSettings, str] | None:
     """The protocol a Service port declares (its ``appProtocol``, else its name's prefix, as service
-    meshes read them) and why, or None when it declares none we know (HTTP, as before)."""
+    meshes read them) and why (``from the Service's port name tls-redis``), or None when it
+    declares none we know (HTTP, as before)."""
     app = str(port.get("appProtocol") or "").lower()
     name = str(port.get("name") or "").lower()
     if app in _APP_PROTOCOLS:
@@ -259,8 +260,9 @@ def from_port(port: Mapping[str, Any]) -> tuple[ProtocolSettings, str] | None:
         if prefix not in _NAME_PREFIXES:
             return None
         protocol, why, tls = _NAME_PREFIXES[prefix], f"port name {name}", prefix == "tls"
-    settings = ProtocolSettings(protocol=protocol, tcp=TCPSettings(tls=tls), dns=_DISCOVERED_DNS)
-    return settings, f"{protocol.value}, from the Service's {why}"
+    settings = HTTP if protocol is Protocol.HTTP else ProtocolSettings(protocol=protocol, tcp=TCPSettings(tls=tls),
+                                                                       dns=_DISCOVERED_DNS)
+    return settings, f"from the Service's {why}"
 
 
 def discovered(p: ProtocolSettings, found: ProtocolSettings | None) -> ProtocolSettings:
@@ -269,16 +271,18 @@ def discovered(p: ProtocolSettings, found: ProtocolSettings | None) -> ProtocolS
     return p if p.explicit or found is None else found
 
 
-def describe(p: ProtocolSettings, found: ProtocolSettings | None = None, why: str = "") -> str:
-    """What a probe speaks and why, in words (``check``, the status): ``grpc (spec.probe.protocol)``,
-    ``tcp, from the Service's port name tls-redis``, ``http (default)``."""
-    chosen = discovered(p, found)
+def describe(p: ProtocolSettings, found: tuple[ProtocolSettings, str] | None = None) -> str:
+    """What a probe speaks and why, in words (``check``): ``grpc (spec.probe)``, ``tcp over TLS,
+    from the Service's port name tls-redis``, ``http (from the Service's port name http)``,
+    ``http (default)``; ``found``: what the target declares and why (:func:`from_port`)."""
+    chosen = discovered(p, found[0] if found else None)
     tls = " over TLS" if chosen.uses_tls else ""
     if p.explicit:
         return f"{chosen.protocol.value}{tls} (spec.probe)"
-    if found is not None and why:
-        return f"{why}{tls}"
-    return f"{chosen.protocol.value} (default)" if not why else f"http ({why.split(', ', 1)[-1]})"
+    if found is None:
+        return f"{chosen.protocol.value} (default)"
+    declared, why = found
+    return f"http ({why})" if declared.protocol is Protocol.HTTP else f"{declared.protocol.value}, {why}{tls}"
 
 
 def url_for(url: str, p: ProtocolSettings) -> str:
