@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import io
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -95,14 +94,6 @@ def test_service_url_with_credentials_is_refused() -> None:
     with pytest.raises(ValueError) as e:
         parse_service_urls([f"shop/payments=http://u:{PASSWORD}@127.0.0.1:8080"])
     assert "spec.probe.auth" in str(e.value) and PASSWORD not in str(e.value)
-
-
-@pytest.fixture
-def started() -> Iterator[list[AuthTarget]]:
-    made: list[AuthTarget] = []
-    yield made
-    for t in made:
-        t.close()
 
 
 def basic(password: str) -> str:
