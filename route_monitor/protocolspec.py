@@ -102,7 +102,8 @@ def _bool(value: object, field: str) -> bool:
     return value
 
 
-def _regex(value: object, field: str) -> str:
+def pattern_field(value: object, field: str) -> str:
+    """A regular expression field (``bodyRegex``, ``expect``, ``answerRegex``) as the prober will compile it."""
     text = _string(value, field)
     try:
         bodyregex.compile_pattern(text)
@@ -135,7 +136,7 @@ def _step(item: object, field: str) -> TCPStep:
         if not data or len(data) > MAX_SEND_BYTES:
             raise InvalidSpec(f"{field}.send", text, f"1 to {MAX_SEND_BYTES} bytes")
         return TCPStep(send=data)
-    return TCPStep(expect=_regex(item["expect"], f"{field}.expect"))
+    return TCPStep(expect=pattern_field(item["expect"], f"{field}.expect"))
 
 
 def _tcp(value: object, field: str, c: Collect) -> TCPSettings:
@@ -184,7 +185,7 @@ def _dns(value: object, field: str, c: Collect) -> DNSSettings:
         name=name, type=qtype,
         server=c.get(lambda: _server(d["server"], f"{field}.server"), "") if "server" in d else "",
         valid_rcodes=tuple(valid) or ("NOERROR",),
-        answer_regex=c.get(lambda: _regex(regex, f"{field}.answerRegex"), None) if regex is not None else None,
+        answer_regex=c.get(lambda: pattern_field(regex, f"{field}.answerRegex"), None) if regex is not None else None,
     )
 
 
