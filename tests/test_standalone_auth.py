@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import io
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from route_monitor.commands import check
 from route_monitor.fileplan import parse_service_urls
 from tests.support.authtargets import AuthTarget
 from tests.support.net import wait_for
+from tests.support.standalone import routemonitor
 from tests.test_standalone import Proc
 
 pytestmark = pytest.mark.timeout(60)
@@ -29,15 +29,7 @@ PASSWORD = "hunter2-Very-Secret"
 
 
 def manifest(url: str, probe: str = "") -> str:
-    return textwrap.dedent(f"""\
-        apiVersion: routemonitor.io/v1alpha1
-        kind: RouteMonitor
-        metadata: {{name: checkout, namespace: shop}}
-        spec:
-          target: {{url: "{url}"}}
-          probe: {{interval: 1s, timeout: 500ms{probe}}}
-          slo: {{availability: "99.5"}}
-        """)
+    return routemonitor("checkout", url, probe=f"interval: 1s, timeout: 500ms{probe}")
 
 
 AUTH = ", auth: {basic: {secretRef: {dir: creds/checkout}}}"
