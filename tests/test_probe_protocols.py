@@ -14,8 +14,8 @@ import trustme
 
 from route_monitor.credentials import Credentials
 from route_monitor.probe.result import FailureReason as R
-from tests.support.dnsserver import NXDOMAIN, SERVFAIL, DNSServer
-from tests.support.protocolprobe import ca_file, probe, prober, settings
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolprobe import DNS_ANSWERS, ca_file, probe, prober, settings
 from tests.support.protocolservers import (
     BANNER,
     CLOSE,
@@ -96,8 +96,7 @@ async def test_tcp_over_tls_verifies_the_certificate(ca: tuple[trustme.CA, Path]
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DNSServer]:
-    server = DNSServer({"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
-                        "hang.example": SILENT}, port=0)
+    server = DNSServer(DNS_ANSWERS, port=0)
     yield server
     server.close()
 

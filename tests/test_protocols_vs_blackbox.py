@@ -26,8 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchmarks import measure
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from tests.support.dnsserver import NXDOMAIN, SERVFAIL, DNSServer
-from tests.support.protocolprobe import ca_file, probe, settings
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolprobe import DNS_ANSWERS, ca_file, probe, settings
 from tests.support.protocolservers import (
     CLOSE,
     ERROR,
@@ -144,8 +144,7 @@ async def test_tcp_query_response_agrees(exporter: Exporter, ca: tuple[trustme.C
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DNSServer]:
-    server = DNSServer({"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
-                        "hang.example": SILENT}, port=0)
+    server = DNSServer(DNS_ANSWERS, port=0)
     yield server
     server.close()
 

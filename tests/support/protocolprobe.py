@@ -17,6 +17,11 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.sslcache import SSLContextCache
 from route_monitor.probe.tls import TLSContexts
 from route_monitor.probespec import ProbeSettings, probe_settings
+from tests.support.dnsserver import NXDOMAIN, SERVFAIL, SILENT
+
+DNS_ANSWERS = {"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
+               "hang.example": SILENT}
+"""The DNS probe tests' name server: an address, a name that is gone, a failing server, silence."""
 
 
 def settings(probe: dict[str, Any]) -> ProbeSettings:
