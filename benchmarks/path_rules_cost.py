@@ -27,10 +27,8 @@ import re
 import threading
 import time
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
 
 import httpx
 from prometheus_client import CollectorRegistry
@@ -40,27 +38,17 @@ from alert_rules import prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import path_rule_groups
 from alert_rules.render import to_yaml, with_header
+from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 from tests.support.net import wait_for
 from tests.support.prometheus import run_prometheus
 
 
-def exporter(metrics: ProbeMetrics) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = metrics.exposition()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+def exporter(metrics: ProbeMetrics, registry: CollectorRegistry) -> MetricsServer:
+    """The engine's own /metrics endpoint (its fast exposition) on a free loopback port."""
+    server = MetricsServer(registry, "127.0.0.1", 0, render=metrics.exposition)
+    server.start()
     return server
 
 
@@ -108,12 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure", type=int, default=120, help="seconds of evaluations averaged")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    metrics = ProbeMetrics(CollectorRegistry())
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
     keys = [("bench", f"m{i}") for i in range(args.monitors)]
     all_series = [metrics.add(key, TargetInfo(f"https://m{i}.apps.example.com/", "route", key[1],
                                               ("dns:cluster", f"router:shard-{i % args.paths}")), None)
                   for i, key in enumerate(keys)]
-    server = exporter(metrics)
+    server = exporter(metrics, registry)
     stop = threading.Event()
     threading.Thread(target=feed, args=(all_series, args.interval, stop), daemon=True).start()
     interval = f"{args.interval}s"
@@ -124,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             slo = MonitorSLO(key[0], key[1], Objective(Decimal("99.9")), interval_ms=args.interval * 1000)
             (rules / f"{key[0]}_{key[1]}.rules.yml").write_text(prometheus_rule_file([slo]))
         (rules / "route-monitor-paths.rules.yml").write_text(with_header(to_yaml({"groups": path_rule_groups()})))
-        target = f"127.0.0.1:{server.server_address[1]}"
+        target = f"127.0.0.1:{server.port}"
         with run_prometheus(Path(tmp) / "prometheus", targets=[target], rules_dir=rules, interval=interval) as prom:
             wait_for(lambda: bool(prom.query("path:route_monitor_path_monitors:count")), timeout=300, interval=2,
                      what="paths recorded")
@@ -134,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 samples.append(split(last_durations(prom.url)))
             path_group, fast, every = (sum(s[i] for s in samples) / len(samples) for i in range(3))
     stop.set()
-    server.shutdown()
+    server.stop()
     out = {"monitors": args.monitors, "paths": args.paths + 1, "interval_s": args.interval,
            "path_group_ms": round(path_group * 1000, 3), "monitor_fast_groups_ms": round(fast * 1000, 3),
            "monitor_all_groups_ms": round(every * 1000, 3),

@@ -27,7 +27,8 @@ from typing import Any
 import trustme
 
 from benchmarks import blackbox, measure, ours
-from tests.support.protocolservers import PONG, DNSServer, GRPCHealth, LineServer
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolservers import PONG, GRPCHealth, LineServer
 
 HERE = Path(__file__).resolve().parent
 SERVERS = 4
@@ -47,7 +48,7 @@ def _grpc(ca: trustme.CA) -> tuple[list[Any], list[int]]:
 
 
 def _dns(ca: trustme.CA) -> tuple[list[Any], list[int]]:
-    server = DNSServer({"shop.example": "10.96.4.2"})
+    server = DNSServer({"shop.example": "10.96.4.2"}, port=0)
     return [server], [server.port]
 
 

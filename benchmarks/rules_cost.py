@@ -27,8 +27,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from contextlib import AbstractContextManager
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +36,11 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
+from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.files.rulefiles import write_rules
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
+from tests.support.prometheus import Prometheus, run_prometheus
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
@@ -68,7 +70,8 @@ class Exporter:
     (0.2 % failures, durations around 80 ms)."""
 
     def __init__(self, ms: list[tuple[MonitorSLO, float]]) -> None:
-        self.metrics = ProbeMetrics(CollectorRegistry())
+        registry = CollectorRegistry()
+        self.metrics = ProbeMetrics(registry)
         self.series = [(self.metrics.add((slo.namespace, slo.name), TargetInfo(f"https://{slo.name}.example/",
                                                                               "route", slo.name),
                                          (slo.objective.latency.threshold_ms / 1000
@@ -76,23 +79,9 @@ class Exporter:
                        for slo, interval in ms]
         self._stop = threading.Event()
         self._rng = random.Random(7)
-        exporter = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = exporter.metrics.exposition()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = MetricsServer(registry, "127.0.0.1", 0, render=self.metrics.exposition)
+        self.server.start()
+        self.port = self.server.port
         threading.Thread(target=self._drive, daemon=True).start()
 
     def _result(self, key: tuple[str, str]) -> ProbeResult:
@@ -114,25 +103,17 @@ class Exporter:
 
     def close(self) -> None:
         self._stop.set()
-        self.server.shutdown()
+        self.server.stop()
 
 
-def prometheus(workdir: Path, exporter_port: int, rules: Path | None, eval_interval: str) -> tuple[Any, int]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    port = measure.free_port()
-    rule_files = f"rule_files: ['{rules}/*.yml']\n" if rules else ""
-    (workdir / "prometheus.yml").write_text(
-        f"global: {{scrape_interval: 30s, evaluation_interval: {eval_interval}}}\n{rule_files}"
-        f"scrape_configs:\n  - job_name: route-monitor\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n")
-    proc, _ = measure.start([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--storage.tsdb.retention.time=60d"], log_path=str(workdir / "prometheus.log"))
-    measure.wait_http(f"http://127.0.0.1:{port}/-/ready", timeout=120)
-    return proc, port
+def prometheus(workdir: Path, exporter_port: int, rules: Path | None,
+               eval_interval: str) -> AbstractContextManager[Prometheus]:
+    return run_prometheus(workdir, targets=[f"127.0.0.1:{exporter_port}"], rules_dir=rules, interval="30s",
+                          evaluation_interval=eval_interval, flags=["--storage.tsdb.retention.time=60d"], timeout=120)
 
 
-def rule_stats(port: int) -> dict[str, float]:
-    samples = measure.scrape(f"http://127.0.0.1:{port}/metrics")
+def rule_stats(url: str) -> dict[str, float]:
+    samples = measure.scrape(f"{url}/metrics")
     return {"groups": sum(1 for (n, _) in samples if n == "prometheus_rule_group_last_duration_seconds"),
             "rules": measure.total(samples, "prometheus_rule_group_rules"),
             "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds")}
@@ -145,17 +126,15 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
     subprocess.run([PROMTOOL, "check", "rules", *map(str, sorted(rules.glob("*.yml"))[:3])], check=True,
                    capture_output=True)
     exporter = Exporter(ms)
-    with_rules, port_r = prometheus(workdir / f"with-{n}", exporter.port, rules, eval_interval)
-    control, _ = prometheus(workdir / f"control-{n}", exporter.port, None, eval_interval)
     try:
-        time.sleep(warmup)
-        a = {p: measure.sample(proc.pid) for p, proc in (("rules", with_rules), ("control", control))}
-        time.sleep(measure_s)
-        b = {p: measure.sample(proc.pid) for p, proc in (("rules", with_rules), ("control", control))}
-        stats = rule_stats(port_r)
+        with (prometheus(workdir / f"with-{n}", exporter.port, rules, eval_interval) as with_rules,
+              prometheus(workdir / f"control-{n}", exporter.port, None, eval_interval) as control):
+            time.sleep(warmup)
+            a = {p: measure.sample(prom.pid) for p, prom in (("rules", with_rules), ("control", control))}
+            time.sleep(measure_s)
+            b = {p: measure.sample(prom.pid) for p, prom in (("rules", with_rules), ("control", control))}
+            stats = rule_stats(with_rules.url)
     finally:
-        for proc in (with_rules, control):
-            measure.stop(proc)
         exporter.close()
     cores = {p: (b[p].cpu_seconds - a[p].cpu_seconds) / (b[p].at - a[p].at) for p in b}
     return {"monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],

@@ -9,8 +9,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # so ``tests.support`` imports without installing tests
 
 from tests.support import fuzzing  # noqa: E402, F401 - hypothesis profiles (ci by default, RM_HYPOTHESIS_PROFILE)
+from tests.support.authtargets import started  # noqa: E402, F401 - AuthTargets closed after the test
 from tests.support.cluster import cluster  # noqa: E402, F401 - the session-scoped control plane (cluster tests)
-from tests.support.operator import kube, target  # noqa: E402, F401 - an admin client, a loopback HTTP target
+from tests.support.operator import (  # noqa: E402, F401 - an admin client, a module's operator, a test's namespace, a loopback HTTP target
+    kube,
+    ns,
+    operator,
+    target,
+)
 
 
 def pytest_report_header() -> str:

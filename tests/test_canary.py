@@ -26,13 +26,12 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from route_monitor.probe.canary import Canary, CanarySettings, CanaryState, blind_gauge, unreachable
-from route_monitor.probe.engine import ProbeEngine
-from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
 from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
+from tests.support.engine import ResultsEngine
 from tests.support.servers import Targets, status
 
 targets = servers.targets
@@ -154,27 +153,15 @@ def spec_for(url: str) -> tuple[MonitorSpec, ResolvedTarget]:
     return spec, ResolvedTarget(url, "url", "")
 
 
-class Engine:
+class Engine(ResultsEngine):
     def __init__(self, canary_url: str) -> None:
-        self.registry = CollectorRegistry()
-        self.results: list[ProbeResult] = []
+        registry = CollectorRegistry()
         self.blind: list[bool] = []
-        show = blind_gauge(self.registry, "replica-a")
+        show = blind_gauge(registry, "replica-a")
         prober = Prober()
         self.canary = Canary(CanarySettings(url=canary_url, every=0.2, timeout=0.5, min_gap=0.05), prober=prober,
                              on_blind=lambda b: (show(b), self.blind.append(b)))
-        self.engine = ProbeEngine(metrics=ProbeMetrics(self.registry), on_result=self.results.append,
-                                  prober=prober, canary=self.canary)
-
-    def value(self, metric: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(metric, {"namespace": "shop", "monitor": "web", **labels})
-
-    async def probes(self, n: int) -> list[ProbeResult]:
-        start = len(self.results)
-        async with asyncio.timeout(10):
-            while len(self.results) < start + n:
-                await asyncio.sleep(0.02)
-        return self.results[start:start + n]
+        super().__init__(registry, prober=prober, canary=self.canary)
 
 
 async def run_engine(canary_url: str, target_url: str, n: int = 4) -> tuple[Engine, list[ProbeResult]]:

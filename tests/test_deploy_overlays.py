@@ -43,29 +43,15 @@ from route_monitor.cli.main import parse
 from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from route_monitor.probe.tls.trust import ENV_CA_FILES, ca_files
 from tests.support import upstream_crds
-from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster, kubeconfig, start_cluster
+from tests.support.cluster import ADMIN_TOKEN, Cluster, kubeconfig, start_cluster
+from tests.support.kustomize import LAYOUTS, of_kind, render
 from tests.support.net import wait_for
 from tests.support.operator import Target, admin_client, annotations, get, route, running_operator
 from tests.support.scc import admit_restricted_v2
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-DEPLOY = ROOT / "deploy"
-LAYOUTS = {"default": DEPLOY, "base": DEPLOY / "base", "openshift": DEPLOY / "overlays" / "openshift",
-           "namespaced": DEPLOY / "overlays" / "namespaced",
-           "openshift-user-workload": DEPLOY / "overlays" / "openshift-user-workload",
-           "kube-prometheus-stack": DEPLOY / "overlays" / "kube-prometheus-stack"}
 SA = ("route-monitor", "route-monitor")
 """(namespace, name) of the operator's ServiceAccount."""
-
-
-def render(layout: str) -> list[dict[str, Any]]:
-    out = subprocess.run(["kubectl", "kustomize", str(LAYOUTS[layout])], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
-
-
-def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [o for o in objects if o["kind"] == kind]
 
 
 def operator_container(objects: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,23 +11,19 @@ go to ``route_monitor_probes_excluded_total{reason}`` and never to ``probes_tota
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import replace
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from route_monitor.probe import gate as gate_module
-from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.gate import Gate, Policy
-from route_monitor.probe.metrics import ProbeMetrics
-from route_monitor.probe.result import Exclusion, ProbeResult
-from route_monitor.spec.maintenance import CronWindow, OneOffWindow
+from route_monitor.probe.result import Exclusion
 from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
 from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
+from tests.support.engine import ResultsEngine
 from tests.support.servers import Targets, status
 
 targets = servers.targets
@@ -82,32 +78,15 @@ def spec_for(url: str, **changes: object) -> tuple[MonitorSpec, ResolvedTarget]:
     return replace(spec, **changes), ResolvedTarget(url, "url", "")  # type: ignore[arg-type]
 
 
-class Engine:
-    def __init__(self, targets: Targets) -> None:
-        self.registry = CollectorRegistry()
-        self.results: list[ProbeResult] = []
-        self.engine = ProbeEngine(metrics=ProbeMetrics(self.registry), on_result=self.results.append)
-
-    def value(self, metric: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(metric, {"namespace": "shop", "monitor": "web", **labels})
-
-    async def probes(self, n: int) -> list[ProbeResult]:
-        start = len(self.results)
-        async with asyncio.timeout(10):
-            while len(self.results) < start + n:
-                await asyncio.sleep(0.02)
-        return self.results[start:start + n]
-
-
 @pytest.fixture
-async def eng(targets: Targets) -> Engine:
-    e = Engine(targets)
+async def eng() -> ResultsEngine:
+    e = ResultsEngine()
     await e.engine.start()
     yield e  # type: ignore[misc]
     await e.engine.close()
 
 
-async def test_failures_during_warmup_are_excluded_and_never_counted(eng: Engine, targets: Targets) -> None:
+async def test_failures_during_warmup_are_excluded_and_never_counted(eng: ResultsEngine, targets: Targets) -> None:
     eng.engine.set_monitor(*spec_for(targets.http(status(503))))
     results = await eng.probes(3)
     assert {r.excluded for r in results} == {W}
@@ -117,7 +96,7 @@ async def test_failures_during_warmup_are_excluded_and_never_counted(eng: Engine
     assert eng.value(names.PROBE_SUCCESS) == 0 and eng.value(names.MAINTENANCE) == 0
 
 
-async def test_maintenance_window_excludes_successes_too_and_sets_the_gauge(eng: Engine, targets: Targets) -> None:
+async def test_maintenance_window_excludes_successes_too_and_sets_the_gauge(eng: ResultsEngine, targets: Targets) -> None:
     now = time.time()
     eng.engine.set_monitor(*spec_for(targets.http(), maintenance=(OneOffWindow(now - 60, now + 3600),)))
     results = await eng.probes(3)
@@ -131,7 +110,7 @@ async def test_maintenance_window_excludes_successes_too_and_sets_the_gauge(eng:
     assert eng.value(names.PROBES_TOTAL, result="success") >= 2 and eng.value(names.MAINTENANCE) == 0
 
 
-async def test_warmup_restarts_when_the_url_changes_and_not_otherwise(eng: Engine, targets: Targets) -> None:
+async def test_warmup_restarts_when_the_url_changes_and_not_otherwise(eng: ResultsEngine, targets: Targets) -> None:
     up, down = targets.http(), targets.http(status(503))
     eng.engine.set_monitor(*spec_for(up))
     assert (await eng.probes(1))[0].excluded is None  # first success: warm-up over

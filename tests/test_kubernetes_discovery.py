@@ -47,9 +47,10 @@ from alert_rules import names
 from alert_rules.operator_alerts import OPERATOR_DOWN
 from route_monitor.kube.writer import PrometheusRule, Route
 from route_monitor.operator.outputs.scrapesync import ServiceMonitor
-from tests.support import upstream_crds
-from tests.support.cluster import ADMIN_TOKEN, KUBE_BIN, OPERATOR_USER, ROOT, Cluster, start_cluster
+from tests.support import kustomize, upstream_crds
+from tests.support.cluster import ADMIN_TOKEN, KUBE_BIN, OPERATOR_USER, Cluster, start_cluster
 from tests.support.kubesd import KubernetesSD, discovering
+from tests.support.kustomize import DEPLOY, of_kind, render
 from tests.support.net import wait_for
 from tests.support.nodeaddr import node_address
 from tests.support.operator import Operator, Target, admin_client, annotations, get, route
@@ -64,11 +65,7 @@ from tests.support.promcfg import (
 )
 from tests.support.promoperator import enforced_rule_groups, run_enforcing_prometheus
 
-DEPLOY = ROOT / "deploy"
-LAYOUTS = {"default": DEPLOY, "openshift": DEPLOY / "overlays" / "openshift",
-           "openshift-user-workload": DEPLOY / "overlays" / "openshift-user-workload",
-           "namespaced": DEPLOY / "overlays" / "namespaced",
-           "kube-prometheus-stack": DEPLOY / "overlays" / "kube-prometheus-stack"}
+LAYOUTS = sorted(set(kustomize.LAYOUTS) - {"base"})
 ENFORCING = {"openshift-user-workload"}
 """Layouts for a Prometheus with ``enforcedNamespaceLabel`` (and ``overrideHonorLabels``)."""
 PLAIN_JOB = DEPLOY / "prometheus" / "route-monitor.scrape.yml"
@@ -80,16 +77,6 @@ OPERATOR_NS = "route-monitor"
 Slice = create_namespaced_resource("discovery.k8s.io", "v1beta1", "EndpointSlice", "endpointslices")
 NAME = names.SCRAPE_OBJECT_NAME
 kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-
-
-def render(layout: str) -> list[dict[str, Any]]:
-    out = subprocess.run(["kubectl", "kustomize", str(LAYOUTS[layout])], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
-
-
-def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [o for o in objects if o["kind"] == kind]
 
 
 def operator_alerts(objects: list[dict[str, Any]]) -> dict[str, Any]:

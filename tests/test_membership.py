@@ -18,7 +18,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
 import pytest
 from lightkube import ApiError
 from prometheus_client import CollectorRegistry
@@ -26,13 +25,11 @@ from prometheus_client import CollectorRegistry
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.patience import until_answered
 from route_monitor.operator.replicas.membership import Membership, MembershipSettings
+from tests.support.apierror import api_error
 
 
 def refused(code: int) -> ApiError:
-    """What lightkube raises for an error answer of the API server."""
-    request = httpx2.Request("POST", "https://api.example:6443/apis/coordination.k8s.io/v1/namespaces/rm/leases")
-    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "no", "code": code}
-    return ApiError(request=request, response=httpx2.Response(code, json=body, request=request))
+    return api_error(code, "POST", "https://api.example:6443/apis/coordination.k8s.io/v1/namespaces/rm/leases")
 
 
 class Leases:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,6 @@ from lightkube.types import PatchType
 
 from alert_rules import names
 from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
-from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
@@ -45,25 +43,12 @@ from tests.support.operator import (
     annotations,
     condition,
     get,
-    new_namespace,
     route,
-    running_operator,
     wait_monitor,
     warnings_for,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
-        yield op
-
-
-@pytest.fixture
-def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    return new_namespace(kube, request, "t")
 
 
 def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, operator: Operator, ns: str,

@@ -106,14 +106,6 @@ def company_ca() -> PrivateCA:
     return PrivateCA()
 
 
-@pytest.fixture
-def started() -> Iterator[list[AuthTarget]]:
-    made: list[AuthTarget] = []
-    yield made
-    for t in made:
-        t.close()
-
-
 def monitor(ns: str, name: str, url: str, probe: dict[str, Any]) -> Any:
     return RouteMonitor.from_dict({"apiVersion": names.API_VERSION, "kind": names.KIND,
                                    "metadata": {"name": name, "namespace": ns},

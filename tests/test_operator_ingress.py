@@ -18,7 +18,7 @@ Covers:
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,7 +28,6 @@ from lightkube.types import PatchType
 
 from alert_rules import names
 from route_monitor.kube.writer import PrometheusRule, RouteMonitor
-from tests.support.cluster import Cluster
 from tests.support.gateway import Gateway, HTTPRoute, gateway, httproute, ingress, set_parent_status
 from tests.support.net import wait_for
 from tests.support.operator import (
@@ -37,28 +36,11 @@ from tests.support.operator import (
     annotations,
     condition,
     get,
-    new_namespace,
-    running_operator,
     wait_monitor,
     warnings_for,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
-        yield op
-
-
-@pytest.fixture
-def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    return new_namespace(kube, request, "i")
-
-
-def port_of(t: Target) -> int:
-    return int(t.host.rpartition(":")[2])
 
 
 def resolved(reason: str) -> Callable[[dict[str, Any]], bool]:
@@ -73,7 +55,7 @@ def owner_kinds(obj: dict[str, object]) -> list[tuple[object, object, object]]:
 
 def test_annotated_httproute_is_monitored_through_its_accepted_gateway_listener(
         kube: Client, operator: Operator, ns: str, target: Target) -> None:
-    kube.create(gateway(ns, "edge", ("web", "HTTP", port_of(target)), ("secure", "HTTPS", 8443)))
+    kube.create(gateway(ns, "edge", ("web", "HTTP", target.port), ("secure", "HTTPS", 8443)))
     kube.create(httproute(ns, "shop", ["*.example.com", "localhost"], "/healthz", annotations()))
 
     # no gateway controller has accepted it yet: monitor and rule exist, nothing is probed
@@ -86,7 +68,7 @@ def test_annotated_httproute_is_monitored_through_its_accepted_gateway_listener(
     assert target.count() == 0
 
     set_parent_status(kube, ns, "shop")
-    url = f"http://localhost:{port_of(target)}/healthz"
+    url = f"http://localhost:{target.port}/healthz"
     monitor = wait_monitor(kube, ns, "shop", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
     assert monitor["status"]["url"] == url
     rule = get(kube, PrometheusRule, names.prometheus_rule_name("shop"), ns)
@@ -100,15 +82,15 @@ def test_listener_port_and_path_changes_are_followed(kube: Client, operator: Ope
                                                      target: Target) -> None:
     second = Target()
     try:
-        kube.create(gateway(ns, "edge", ("web", "HTTP", port_of(target))))
+        kube.create(gateway(ns, "edge", ("web", "HTTP", target.port)))
         kube.create(httproute(ns, "shop", ["localhost"], "/a", annotations()))
         set_parent_status(kube, ns, "shop")
         wait_for(lambda: target.count("/a") >= 1, timeout=20, what="probes on the first listener port")
 
         kube.patch(Gateway, "edge", {"spec": {"listeners": [{"name": "web", "protocol": "HTTP",
-                                                             "port": port_of(second)}]}},
+                                                             "port": second.port}]}},
                    namespace=ns, patch_type=PatchType.MERGE)
-        wait_monitor(kube, ns, "shop", lambda m: m["status"].get("url") == f"http://localhost:{port_of(second)}/a",
+        wait_monitor(kube, ns, "shop", lambda m: m["status"].get("url") == f"http://localhost:{second.port}/a",
                      "the URL to follow the listener's port")
         wait_for(lambda: second.count("/a") >= 1, timeout=10, what="probes on the new listener port")
 
@@ -187,7 +169,7 @@ def test_httproute_wins_over_an_ingress_of_the_same_name(kube: Client, operator:
     kube.create(ingress(ns, "both", [("shop.example.com", "/")], annotations()))
     wait_monitor(kube, ns, "both", lambda m: m["metadata"]["labels"].get(names.LABEL_GENERATED_FROM) == "ingress",
                  "the Ingress's monitor")
-    kube.create(gateway(ns, "edge", ("web", "HTTP", port_of(target))))
+    kube.create(gateway(ns, "edge", ("web", "HTTP", target.port)))
     kube.create(httproute(ns, "both", ["localhost"], "/", annotations()))
     set_parent_status(kube, ns, "both")
     m = wait_monitor(kube, ns, "both", lambda m: m["metadata"]["labels"].get(names.LABEL_GENERATED_FROM) == "httproute"

@@ -34,14 +34,13 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
-from tests.test_operator import ns, operator  # noqa: F401  (module fixtures: one operator for these tests)
 
 pytestmark = pytest.mark.cluster
 WINDOW = "0 2 * * SUN 2h Europe/Paris"
 
 
 def test_paused_route_is_probed_but_not_counted_and_status_says_so(
-        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
     kube.create(route(ns, "shop", target.host, annotations(paused="true", maintenance=WINDOW)))
     monitor = wait_monitor(kube, ns, "shop", lambda m: condition(m, "Probing").get("reason") == "Paused",
                            "Probing reason Paused")
@@ -70,7 +69,7 @@ def test_paused_route_is_probed_but_not_counted_and_status_says_so(
 
 
 def test_bad_window_is_a_warning_and_the_last_good_spec_stays(
-        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
     kube.create(route(ns, "keep", target.host, annotations(maintenance=WINDOW)))
     good = wait_monitor(kube, ns, "keep", lambda m: condition(m, "Ready").get("status") == "True", "Ready")
     kube.patch(Route, "keep", {"metadata": {"annotations": {names.ANN_MAINTENANCE: "0 2 * * SUN 2h Mars/Olympus"}}},
@@ -84,7 +83,7 @@ def test_bad_window_is_a_warning_and_the_last_good_spec_stays(
 
 
 def test_invalid_edit_of_a_routemonitor_names_the_field_and_probing_goes_on(
-        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
     kube.create(route(ns, "web", target.host))  # not annotated: the RouteMonitor below is written by hand
     kube.create(RouteMonitor.from_dict({
         "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": "web", "namespace": ns},
@@ -102,7 +101,7 @@ def test_invalid_edit_of_a_routemonitor_names_the_field_and_probing_goes_on(
 
 
 def test_target_failing_from_creation_is_warming_up_until_its_first_success(
-        kube: Client, operator: Operator, ns: str, target: Target) -> None:  # noqa: F811
+        kube: Client, operator: Operator, ns: str, target: Target) -> None:
     target.status = 503
     kube.create(route(ns, "new", target.host, annotations()))
     m = wait_monitor(kube, ns, "new", lambda m: condition(m, "Probing").get("reason") == "WarmingUp", "WarmingUp")

@@ -14,7 +14,6 @@ Covers:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
@@ -22,31 +21,17 @@ from lightkube.types import PatchType
 
 from alert_rules import names
 from route_monitor.kube.writer import Route
-from tests.support.cluster import Cluster
 from tests.support.gateway import HTTPRoute, gateway, httproute, set_parent_status
 from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
     Target,
     annotations,
-    new_namespace,
     route,
-    running_operator,
     wait_monitor,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
-        yield op
-
-
-@pytest.fixture
-def ns(kube: Client, request: pytest.FixtureRequest) -> str:
-    return new_namespace(kube, request, "p")
 
 
 def admit_by(kube: Client, ns: str, name: str, host: str, *routers: str) -> None:
@@ -88,7 +73,7 @@ def test_route_paths_follow_the_admitting_shard_without_touching_the_counters(
 
 def test_httproute_paths_follow_the_accepting_gateway(kube: Client, operator: Operator, ns: str,
                                                       target: Target) -> None:
-    port = int(target.host.rpartition(":")[2])
+    port = target.port
     kube.create(gateway(ns, "edge", ("web", "HTTP", port)))
     kube.create(gateway(ns, "edge2", ("web", "HTTP", port)))
     kube.create(httproute(ns, "shop", ["localhost"], "/", annotations()))

@@ -11,17 +11,11 @@ import ssl
 
 import httpx2
 import pytest
-from lightkube import ApiError
 from lightkube.core.exceptions import ConfigError
 
 from route_monitor.kube.patience import from_the_api, until_answered
 from route_monitor.operator.supervisor import error_reason
-
-
-def api_error(code: int) -> ApiError:
-    request = httpx2.Request("GET", "https://api.example:6443/apis/route.openshift.io/v1/routes")
-    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "nope", "code": code}
-    return ApiError(request=request, response=httpx2.Response(code, json=body, request=request))
+from tests.support.apierror import api_error
 
 
 class Flaky:

@@ -13,7 +13,7 @@ one SSL context per distinct (CA, client certificate, verify), shared; no secret
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
 
@@ -39,14 +39,6 @@ def company_ca() -> PrivateCA:
 @pytest.fixture(scope="module")
 def client_ca() -> PrivateCA:
     return PrivateCA()
-
-
-@pytest.fixture
-def started() -> Iterator[list[AuthTarget]]:
-    made: list[AuthTarget] = []
-    yield made
-    for t in made:
-        t.close()
 
 
 def target(started: list[AuthTarget], **kw: object) -> AuthTarget:

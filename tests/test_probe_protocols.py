@@ -12,23 +12,16 @@ from typing import Any
 import pytest
 import trustme
 
-from alert_rules.fielderrors import Collect
-from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
-from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls.contexts import TLSContexts
-from route_monitor.probe.tls.sslcache import SSLContextCache
-from route_monitor.spec.probe import ProbeSettings, probe_settings
 from route_monitor.targets.credentials import Credentials
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolprobe import DNS_ANSWERS, ca_file, probe, prober, settings
 from tests.support.protocolservers import (
     BANNER,
     CLOSE,
     ERROR,
-    NXDOMAIN,
     PONG,
-    SERVFAIL,
     SILENT,
-    DNSServer,
     GRPCHealth,
     LineServer,
 )
@@ -36,30 +29,9 @@ from tests.support.protocolservers import (
 pytestmark = pytest.mark.timeout(30)
 
 
-def settings(probe: dict[str, Any]) -> ProbeSettings:
-    c = Collect()
-    s = probe_settings({"timeout": "1s", "interval": "5s", **probe}, "spec.probe", c)
-    c.done()
-    return s
-
-
 @pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[trustme.CA, Path]]:
-    ca = trustme.CA()
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    yield ca, path
-
-
-def prober(cafile: Path | None = None) -> Prober:
-    tls = TLSContexts.trusting(str(cafile)) if cafile else TLSContexts()
-    return Prober(tls=tls, contexts=SSLContextCache(cafile=str(cafile) if cafile else None))
-
-
-async def probe(url: str, s: ProbeSettings, cafile: Path | None = None,
-                credentials: Credentials | None = None) -> ProbeResult:
-    p = prober(cafile)
-    return await p.probe(p.request(("ns", "m"), url, s, credentials))
+def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[trustme.CA, Path]:
+    return ca_file(tmp_path_factory.mktemp("ca"))
 
 
 # --- TCP -----------------------------------------------------------------------------------
@@ -124,8 +96,7 @@ async def test_tcp_over_tls_verifies_the_certificate(ca: tuple[trustme.CA, Path]
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DNSServer]:
-    server = DNSServer({"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
-                        "hang.example": SILENT})
+    server = DNSServer(DNS_ANSWERS, port=0)
     yield server
     server.close()
 

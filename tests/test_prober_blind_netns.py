@@ -43,8 +43,8 @@ from alert_rules import names
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster, kubeconfig
 from tests.support.net import free_port, wait_for
-from tests.support.netns import HitServer, Link, NetNS, Relay
-from tests.support.operator import VENV_BIN, Operator, annotations, route
+from tests.support.netns import Link, NetNS, Relay
+from tests.support.operator import VENV_BIN, Operator, Target, annotations, route
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2 (ip netns) to cut a prober's network")
@@ -77,7 +77,7 @@ def netns() -> Iterator[NetNS]:
 
 def test_standalone_cut_off_counts_no_failure_and_says_it_is_blind(netns: NetNS, tmp_path: Path) -> None:
     data = netns.link()
-    targets, canary = HitServer(data.host_address), HitServer(data.host_address)
+    targets, canary = Target(address=data.host_address), Target(address=data.host_address)
     port = free_port()
     docs = [{"apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": f"app-{i}", "namespace": "shop"},
              "spec": {"target": {"url": f"http://{targets.host}/app-{i}"}, "slo": {"availability": "99.9"},
@@ -197,7 +197,7 @@ def namespace(kube: Client) -> Iterator[str]:
 @dataclass
 class Setup:
     replicas: Replicas
-    targets: HitServer
+    targets: Target
     monitors: list[str]
     share: set[str]
     """The monitors charlie owns among three replicas that all see."""
@@ -211,7 +211,7 @@ def setup(cluster: Cluster, kube: Client, netns: NetNS, namespace: str, tmp_path
     link: the targets and a canary), twelve Routes at 1 s, each probed by exactly one replica."""
     api, data = netns.link(), netns.link()
     relay = Relay(api.host_address, int(cluster.server.rsplit(":", 1)[1]))
-    targets, canary = HitServer(data.host_address), HitServer(data.host_address)
+    targets, canary = Target(address=data.host_address), Target(address=data.host_address)
     config = tmp_path / "charlie.kubeconfig"
     config.write_text(yaml.safe_dump(kubeconfig(f"https://{relay.address}:{relay.port}", OPERATOR_TOKEN,
                                                 OPERATOR_USER)))

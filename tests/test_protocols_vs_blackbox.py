@@ -23,22 +23,16 @@ import pytest
 import trustme
 from prometheus_client.parser import text_string_to_metric_families
 
-from alert_rules.fielderrors import Collect
 from benchmarks import measure
-from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.probe.result import ProbeResult
-from route_monitor.probe.tls.contexts import TLSContexts
-from route_monitor.probe.tls.sslcache import SSLContextCache
-from route_monitor.spec.probe import ProbeSettings, probe_settings
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolprobe import DNS_ANSWERS, ca_file, probe, settings
 from tests.support.protocolservers import (
     CLOSE,
     ERROR,
-    NXDOMAIN,
     PONG,
-    SERVFAIL,
     SILENT,
-    DNSServer,
     GRPCHealth,
     LineServer,
 )
@@ -92,10 +86,7 @@ class Exporter:
 
 @pytest.fixture(scope="module")
 def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[trustme.CA, Path]:
-    authority = trustme.CA()
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    authority.cert_pem.write_to_path(str(path))
-    return authority, path
+    return ca_file(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture(scope="module")
@@ -113,17 +104,8 @@ def exporter(ca: tuple[trustme.CA, Path], tmp_path_factory: pytest.TempPathFacto
         measure.stop(proc)
 
 
-def _settings(probe: dict[str, Any]) -> ProbeSettings:
-    c = Collect()
-    s = probe_settings({"timeout": "1s", "interval": "5s", **probe}, "spec.probe", c)
-    c.done()
-    return s
-
-
-async def ours(url: str, probe: dict[str, Any], cafile: Path | None = None) -> ProbeResult:
-    tls = TLSContexts.trusting(str(cafile)) if cafile else TLSContexts()
-    p = Prober(tls=tls, contexts=SSLContextCache(cafile=str(cafile) if cafile else None))
-    return await p.probe(p.request(("ns", "m"), url, _settings(probe)))
+async def ours(url: str, spec: dict[str, Any], cafile: Path | None = None) -> ProbeResult:
+    return await probe(url, settings(spec), cafile)
 
 
 # --- TCP -----------------------------------------------------------------------------------
@@ -162,8 +144,7 @@ async def test_tcp_query_response_agrees(exporter: Exporter, ca: tuple[trustme.C
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DNSServer]:
-    server = DNSServer({"shop.example": "10.96.4.2", "gone.example": NXDOMAIN, "broken.example": SERVFAIL,
-                        "hang.example": SILENT})
+    server = DNSServer(DNS_ANSWERS, port=0)
     yield server
     server.close()
 

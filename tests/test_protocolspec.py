@@ -107,7 +107,7 @@ def test_a_service_port_declares_its_protocol(port: dict[str, Any], protocol: Pr
     assert found is not None
     settings, reason = found
     assert (settings.protocol, settings.uses_tls) == (protocol, tls)
-    assert reason == f"{protocol.value}, from the Service's {why}"
+    assert reason == f"from the Service's {why}"
 
 
 def test_a_port_without_a_known_protocol_stays_http() -> None:
@@ -120,10 +120,10 @@ def test_a_grpc_service_resolves_to_a_grpc_url_and_the_spec_can_override() -> No
            "spec": {"ports": [{"name": "grpc-api", "port": 50051}]}}
     t = resolve_service(svc, ServiceRef("api"), None)
     assert t.url == "grpc://api.shop.svc.cluster.local:50051/"
-    assert t.protocol is not None and t.protocol.protocol is Protocol.GRPC
+    assert t.protocol is not None and t.protocol[0].protocol is Protocol.GRPC
     explicit_http = ProtocolSettings(explicit=True)
-    assert url_for(t.url, discovered(explicit_http, t.protocol)) == "http://api.shop.svc.cluster.local:50051/"
-    assert describe(ProtocolSettings(), t.protocol, t.protocol_reason) == "grpc, from the Service's port name grpc-api"
+    assert url_for(t.url, discovered(explicit_http, t.protocol[0])) == "http://api.shop.svc.cluster.local:50051/"
+    assert describe(ProtocolSettings(), t.protocol) == "grpc, from the Service's port name grpc-api"
     tls = ProtocolSettings(protocol=Protocol.TCP, tcp=TCPSettings(tls=True), explicit=True)
     assert describe(tls) == "tcp over TLS (spec.probe)"
     assert url_for(t.url, tls) == "tls://api.shop.svc.cluster.local:50051/"

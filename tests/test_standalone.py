@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
 from route_monitor.cli.commands.standalone import PATH_RULES_FILE
-from tests.support import servers
+from tests.support import servers, standalone
 from tests.support.net import free_port, wait_for
 from tests.support.servers import Targets, status
 
@@ -33,15 +33,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def routemonitor(name: str, url: str, interval: str = "1s", extra: str = "") -> str:
-    return textwrap.dedent(f"""\
-        apiVersion: routemonitor.io/v1alpha1
-        kind: RouteMonitor
-        metadata: {{name: {name}, namespace: shop}}
-        spec:
-          target: {{url: "{url}"}}
-          probe: {{interval: {interval}, timeout: 500ms}}
-          slo: {{availability: "99.5"{extra}}}
-        """)
+    return standalone.routemonitor(name, url, probe=f"interval: {interval}, timeout: 500ms",
+                                   slo=f'availability: "99.5"{extra}')
 
 
 def route_and_service(host: str) -> str:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import base64
 import io
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from route_monitor.cli.main import build_parser
 from route_monitor.files.fileplan import parse_service_urls
 from tests.support.authtargets import AuthTarget
 from tests.support.net import wait_for
+from tests.support.standalone import routemonitor
 from tests.test_standalone import Proc
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,15 +29,7 @@ PASSWORD = "hunter2-Very-Secret"
 
 
 def manifest(url: str, probe: str = "") -> str:
-    return textwrap.dedent(f"""\
-        apiVersion: routemonitor.io/v1alpha1
-        kind: RouteMonitor
-        metadata: {{name: checkout, namespace: shop}}
-        spec:
-          target: {{url: "{url}"}}
-          probe: {{interval: 1s, timeout: 500ms{probe}}}
-          slo: {{availability: "99.5"}}
-        """)
+    return routemonitor("checkout", url, probe=f"interval: 1s, timeout: 500ms{probe}")
 
 
 AUTH = ", auth: {basic: {secretRef: {dir: creds/checkout}}}"
@@ -95,14 +86,6 @@ def test_service_url_with_credentials_is_refused() -> None:
     with pytest.raises(ValueError) as e:
         parse_service_urls([f"shop/payments=http://u:{PASSWORD}@127.0.0.1:8080"])
     assert "spec.probe.auth" in str(e.value) and PASSWORD not in str(e.value)
-
-
-@pytest.fixture
-def started() -> Iterator[list[AuthTarget]]:
-    made: list[AuthTarget] = []
-    yield made
-    for t in made:
-        t.close()
 
 
 def basic(password: str) -> str:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from alert_rules import names
-from tests.support import servers
+from tests.support import servers, standalone
 from tests.support.net import free_port, wait_for
 from tests.support.servers import Targets
 from tests.support.standalone import Running
@@ -29,15 +28,7 @@ RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
 
 def routemonitor(name: str, url: str, warmup: str = "0s") -> str:
-    return textwrap.dedent(f"""\
-        apiVersion: routemonitor.io/v1alpha1
-        kind: RouteMonitor
-        metadata: {{name: {name}, namespace: shop}}
-        spec:
-          target: {{url: "{url}"}}
-          probe: {{interval: 1s, timeout: 500ms, warmup: {warmup}}}
-          slo: {{availability: "99.5"}}
-        """)
+    return standalone.routemonitor(name, url, probe=f"interval: 1s, timeout: 500ms, warmup: {warmup}")
 
 
 @pytest.fixture

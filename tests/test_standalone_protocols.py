@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dnsserver import DNSServer
 from tests.support.net import wait_for
-from tests.support.protocolservers import PONG, DNSServer, GRPCHealth, LineServer
+from tests.support.protocolservers import PONG, GRPCHealth, LineServer
 from tests.test_standalone import Proc
 
 pytestmark = pytest.mark.timeout(90)
@@ -47,7 +48,7 @@ spec:
 
 @pytest.fixture
 def servers() -> Iterator[tuple[GRPCHealth, LineServer, DNSServer]]:
-    grpc, line, dns = GRPCHealth(), LineServer(PONG), DNSServer({"shop.example": "10.96.4.2"})
+    grpc, line, dns = GRPCHealth(), LineServer(PONG), DNSServer({"shop.example": "10.96.4.2"}, port=0)
     grpc.set("", True)
     yield grpc, line, dns
     grpc.close()

@@ -87,18 +87,16 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
+    ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
+                          missing="is not in the given files", from_files=True)
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
         if override is not None:  # where the Service is reached from here, in the protocol its port declares
-            ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
-                                  missing="is not in the given files", from_files=True)
             declared = sources.resolve_target(t, spec.namespace, spec.path, ctx)
             url = resolve_url(UrlTarget(override), spec.path).url
             if declared.protocol is not None:
-                url = url_for(url, declared.protocol)
+                url = url_for(url, declared.protocol[0])
             return replace(declared, url=url, paths=combine(url_paths(url), spec.paths))
-    ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
-                          missing="is not in the given files", from_files=True)
     return sources.resolve_target(t, spec.namespace, spec.path, ctx, spec.paths)
 
 

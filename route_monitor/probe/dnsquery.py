@@ -61,7 +61,7 @@ async def query(host: str, port: int, settings: DNSSettings, regex: BodyRegex | 
         progress.matching = regex.timeout_detail(sum(map(len, records)))
         try:
             for line in records:
-                if await regex.search(line, progress.deadline - _MARGIN_S):
+                if await regex.search(line, progress.deadline - _MARGIN_S) is not None:
                     progress.matching = ""
                     return f"{rcode}, {line[:200]}"
         except MatchTimeout as e:

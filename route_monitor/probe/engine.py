@@ -150,7 +150,7 @@ class ProbeEngine:
         latency = spec.objective.latency
         settings = spec.probe
         if target.protocol is not None and not settings.protocol.explicit:
-            settings = dataclasses.replace(settings, protocol=discovered(settings.protocol, target.protocol))
+            settings = dataclasses.replace(settings, protocol=discovered(settings.protocol, target.protocol[0]))
         url = url_for(target.url, settings.protocol)
         series = self.metrics.add(key, TargetInfo(url, target.kind, target.name, target.paths),
                                   latency.threshold_seconds if latency else None)

@@ -270,7 +270,7 @@ class Prober:
                 found = await req.body_regex.search(text, progress.deadline - _MATCH_MARGIN_S)
             except MatchTimeout as e:
                 raise ProbeFailure(FailureReason.BODY_MISMATCH, str(e)) from None
-            if not found:
+            if found is None:
                 raise ProbeFailure(FailureReason.BODY_MISMATCH, f"body ({len(response.body)} bytes read) does not "
                                    f"match /{req.body_regex.pattern[:100]}/")
         return None

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from alert_rules.fielderrors import EMPTY, Collect, each, mapping
 from alert_rules.model import InvalidSpec, parse_duration_ms
-from route_monitor.spec import bodyregex
-from route_monitor.spec.protocol import HTTP, Protocol, ProtocolSettings, protocol_settings
+from route_monitor.spec.protocol import HTTP, Protocol, ProtocolSettings, pattern_field, protocol_settings
 from route_monitor.spec.request import RequestOptions, parse_request
 
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
@@ -96,15 +95,7 @@ def _method(value: object, field: str) -> str:
 
 
 def _body_regex(value: object, field: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidSpec(field, value, "must be a string")
-    try:
-        bodyregex.compile_pattern(value)
-    except bodyregex.PatternError as e:
-        raise InvalidSpec(field, value, f"not a valid regular expression: {e}") from None
-    return value
+    return None if value is None else pattern_field(value, field)
 
 
 def _warmup(value: object, field: str) -> int:

@@ -102,7 +102,8 @@ def _bool(value: object, field: str) -> bool:
     return value
 
 
-def _regex(value: object, field: str) -> str:
+def pattern_field(value: object, field: str) -> str:
+    """A regular expression field (``bodyRegex``, ``expect``, ``answerRegex``) as the prober will compile it."""
     text = _string(value, field)
     try:
         bodyregex.compile_pattern(text)
@@ -135,7 +136,7 @@ def _step(item: object, field: str) -> TCPStep:
         if not data or len(data) > MAX_SEND_BYTES:
             raise InvalidSpec(f"{field}.send", text, f"1 to {MAX_SEND_BYTES} bytes")
         return TCPStep(send=data)
-    return TCPStep(expect=_regex(item["expect"], f"{field}.expect"))
+    return TCPStep(expect=pattern_field(item["expect"], f"{field}.expect"))
 
 
 def _tcp(value: object, field: str, c: Collect) -> TCPSettings:
@@ -184,7 +185,7 @@ def _dns(value: object, field: str, c: Collect) -> DNSSettings:
         name=name, type=qtype,
         server=c.get(lambda: _server(d["server"], f"{field}.server"), "") if "server" in d else "",
         valid_rcodes=tuple(valid) or ("NOERROR",),
-        answer_regex=c.get(lambda: _regex(regex, f"{field}.answerRegex"), None) if regex is not None else None,
+        answer_regex=c.get(lambda: pattern_field(regex, f"{field}.answerRegex"), None) if regex is not None else None,
     )
 
 
@@ -249,7 +250,8 @@ _DISCOVERED_DNS = DNSSettings(name=".", type="NS")
 
 def from_port(port: Mapping[str, Any]) -> tuple[ProtocolSettings, str] | None:
     """The protocol a Service port declares (its ``appProtocol``, else its name's prefix, as service
-    meshes read them) and why, or None when it declares none we know (HTTP, as before)."""
+    meshes read them) and why (``from the Service's port name tls-redis``), or None when it
+    declares none we know (HTTP, as before)."""
     app = str(port.get("appProtocol") or "").lower()
     name = str(port.get("name") or "").lower()
     if app in _APP_PROTOCOLS:
@@ -259,8 +261,9 @@ def from_port(port: Mapping[str, Any]) -> tuple[ProtocolSettings, str] | None:
         if prefix not in _NAME_PREFIXES:
             return None
         protocol, why, tls = _NAME_PREFIXES[prefix], f"port name {name}", prefix == "tls"
-    settings = ProtocolSettings(protocol=protocol, tcp=TCPSettings(tls=tls), dns=_DISCOVERED_DNS)
-    return settings, f"{protocol.value}, from the Service's {why}"
+    settings = HTTP if protocol is Protocol.HTTP else ProtocolSettings(protocol=protocol, tcp=TCPSettings(tls=tls),
+                                                                       dns=_DISCOVERED_DNS)
+    return settings, f"from the Service's {why}"
 
 
 def discovered(p: ProtocolSettings, found: ProtocolSettings | None) -> ProtocolSettings:
@@ -269,16 +272,18 @@ def discovered(p: ProtocolSettings, found: ProtocolSettings | None) -> ProtocolS
     return p if p.explicit or found is None else found
 
 
-def describe(p: ProtocolSettings, found: ProtocolSettings | None = None, why: str = "") -> str:
-    """What a probe speaks and why, in words (``check``, the status): ``grpc (spec.probe.protocol)``,
-    ``tcp, from the Service's port name tls-redis``, ``http (default)``."""
-    chosen = discovered(p, found)
+def describe(p: ProtocolSettings, found: tuple[ProtocolSettings, str] | None = None) -> str:
+    """What a probe speaks and why, in words (``check``): ``grpc (spec.probe)``, ``tcp over TLS,
+    from the Service's port name tls-redis``, ``http (from the Service's port name http)``,
+    ``http (default)``; ``found``: what the target declares and why (:func:`from_port`)."""
+    chosen = discovered(p, found[0] if found else None)
     tls = " over TLS" if chosen.uses_tls else ""
     if p.explicit:
         return f"{chosen.protocol.value}{tls} (spec.probe)"
-    if found is not None and why:
-        return f"{why}{tls}"
-    return f"{chosen.protocol.value} (default)" if not why else f"http ({why.split(', ', 1)[-1]})"
+    if found is None:
+        return f"{chosen.protocol.value} (default)"
+    declared, why = found
+    return f"http ({why})" if declared.protocol is Protocol.HTTP else f"{declared.protocol.value}, {why}{tls}"
 
 
 def url_for(url: str, p: ProtocolSettings) -> str:

@@ -36,11 +36,9 @@ class ResolvedTarget:
     credentials: Credentials | None = None
     """What ``spec.probe`` references (auth, CA, client certificate), once read; a rotation
     changes the target, so the probe engine picks it up like a URL change."""
-    protocol: ProtocolSettings | None = None
+    protocol: tuple[ProtocolSettings, str] | None = None
     """The protocol the target declares (a Service port's ``appProtocol`` or name prefix), used
-    when ``spec.probe`` names none."""
-    protocol_reason: str = ""
-    """Which protocol and why, for ``check`` and the status (empty: none declared)."""
+    when ``spec.probe`` names none, and why, for ``check`` (None: none declared)."""
     paths: tuple[str, ...] = ()
     """Contract 11: the shared components in front of the target (``router:default``, ``dns:cluster``,
     the declared ones), sorted (:mod:`route_monitor.spec.paths`); a change never touches the SLI counters."""
@@ -135,13 +133,13 @@ def resolve_service(service: Mapping[str, Any], target: ServiceRef, path: str | 
     if found is not None and found[0].protocol is not Protocol.HTTP:
         url = url_for(with_path(f"http://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/"), found[0])
         check_url_safe(url)
-        return ResolvedTarget(url=url, kind="service", name=name, protocol=found[0], protocol_reason=found[1])
+        return ResolvedTarget(url=url, kind="service", name=name, protocol=found)
     scheme = target.scheme or ("https" if number in (443, 8443) or str(port.get("name", "")).startswith("https")
                                or str(port.get("appProtocol", "")).lower() in ("https", "kubernetes.io/wss")
                                else "http")
     url = with_path(f"{scheme}://{name}.{namespace}.svc.{cluster_domain}:{number}", path or "/")
     check_url_safe(url)
-    return ResolvedTarget(url=url, kind="service", name=name, protocol_reason=found[1] if found else "")
+    return ResolvedTarget(url=url, kind="service", name=name, protocol=found)
 
 
 def resolve_url(target: UrlTarget, path: str | None, *, allow_url_targets: bool = True) -> ResolvedTarget:

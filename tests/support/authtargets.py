@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ssl
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
 import trustme
 
 
@@ -101,3 +103,12 @@ class AuthTarget:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+@pytest.fixture
+def started() -> Iterator[list[AuthTarget]]:
+    """A list the test appends its :class:`AuthTarget` s to; each is closed after the test."""
+    made: list[AuthTarget] = []
+    yield made
+    for t in made:
+        t.close()

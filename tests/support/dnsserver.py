@@ -4,13 +4,15 @@ mount namespace (``unshare --mount``) where ``/etc/resolv.conf`` is bind-mounted
 naming this server, so the process resolves through glibc's own resolver exactly as in
 production, and nothing else on the machine is touched.
 
-A name answers with its address (A; no AAAA records), ``NXDOMAIN`` (the name is gone) or
-nothing at all (``SILENT``: the query is dropped, as by a name server that stopped answering,
-so ``getaddrinfo`` waits until resolv.conf's ``timeout:`` x ``attempts:``).
+A name answers with its address (A; no AAAA records), ``NXDOMAIN`` (the name is gone),
+``SERVFAIL`` (the server failed) or nothing at all (``SILENT``: the query is dropped, as by a
+name server that stopped answering, so ``getaddrinfo`` waits until resolv.conf's ``timeout:`` x
+``attempts:``).
 
-resolv.conf names a server without a port, so it listens on port 53 of a random address in
-127.0.0.0/8 (Linux answers on the whole block): several runs on one machine do not collide.
-Needs root (port 53, ``unshare``, ``mount``).
+resolv.conf names a server without a port, so by default it listens on port 53 of a random
+address in 127.0.0.0/8 (Linux answers on the whole block): several runs on one machine do not
+collide; that needs root (port 53, ``unshare``, ``mount``). With ``port=0`` it listens on a free
+port of 127.0.0.1 instead, for the DNS probe, which is told the server's port (no root).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from dnslib import QTYPE, RCODE, RR, A, DNSRecord
 
 NXDOMAIN = "nxdomain"
+SERVFAIL = "servfail"
 SILENT = "silent"
 
 
@@ -39,26 +42,34 @@ def usable() -> str | None:
 
 
 class DNSServer:
-    def __init__(self, answers: dict[str, str]) -> None:
+    def __init__(self, answers: dict[str, str], *, port: int = 53) -> None:
+        """``port``: 53 on a random loopback address (for resolv.conf), else on 127.0.0.1 (0: a free one)."""
         self.answers = dict(answers)
-        """name -> IPv4 address, NXDOMAIN or SILENT (changed by the test while it runs)."""
+        """name -> IPv4 address, NXDOMAIN, SERVFAIL or SILENT (changed by the test while it runs)."""
         self.queries = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        rng = random.Random()
-        for _ in range(50):
-            self.address = f"127.{rng.randint(100, 250)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-            try:
-                self._sock.bind((self.address, 53))
-                break
-            except OSError as e:
-                if e.errno != errno.EADDRINUSE:
-                    raise
+        if port == 53:
+            self.address = self._bind_port_53()
         else:
-            raise RuntimeError("no free port 53 on 127.0.0.0/8")
+            self.address = "127.0.0.1"
+            self._sock.bind((self.address, port))
+        self.port = int(self._sock.getsockname()[1])
         self._sock.settimeout(0.2)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dns-server", daemon=True)
         self._thread.start()
+
+    def _bind_port_53(self) -> str:
+        rng = random.Random()
+        for _ in range(50):
+            address = f"127.{rng.randint(100, 250)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+            try:
+                self._sock.bind((address, 53))
+                return address
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE:
+                    raise
+        raise RuntimeError("no free port 53 on 127.0.0.0/8")
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -83,8 +94,8 @@ class DNSServer:
         if answer == SILENT:
             return None
         reply = query.reply()
-        if answer == NXDOMAIN:
-            reply.header.rcode = RCODE.NXDOMAIN
+        if answer in (NXDOMAIN, SERVFAIL):
+            reply.header.rcode = RCODE.NXDOMAIN if answer == NXDOMAIN else RCODE.SERVFAIL
         elif query.q.qtype == QTYPE.A:
             reply.add_answer(RR(query.q.qname, QTYPE.A, rdata=A(answer), ttl=0))
         return bytes(reply.pack())

@@ -8,8 +8,8 @@ unreachable") as on a node that lost its network, and :meth:`Link.restore` bring
 namespace and its links are deleted by name when the test ends. Needs root (tests run as root here).
 
 :class:`Relay` forwards TCP from a host end's address to a loopback port (the test apiserver
-listens on 127.0.0.1 only), and :class:`HitServer` is an HTTP target on a host end's address that
-records which path was requested when.
+listens on 127.0.0.1 only); an HTTP target on a host end's address is
+:class:`tests.support.operator.Target` given that ``address``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 _namespaces = itertools.count(1)
 
@@ -134,41 +131,3 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     finally:
         with contextlib.suppress(Exception):
             writer.close()
-
-
-class HitServer:
-    """An HTTP server on ``address`` answering 200 ``ok``, recording (path, wall time) of each request."""
-
-    def __init__(self, address: str) -> None:
-        self.hits: list[tuple[str, float]] = []
-        self._lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                with owner._lock:
-                    owner.hits.append((self.path, time.time()))
-                self.send_response(200)
-                self.send_header("Content-Length", "3")
-                self.end_headers()
-                self.wfile.write(b"ok\n")
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer((address, 0), Handler)
-        self.address = address
-        self.port = int(self._server.server_address[1])
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    @property
-    def host(self) -> str:
-        return f"{self.address}:{self.port}"
-
-    def paths_since(self, since: float) -> set[str]:
-        with self._lock:
-            return {path for path, at in self.hits if at >= since}
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()

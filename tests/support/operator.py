@@ -113,10 +113,10 @@ def running_operator(cluster: Cluster, workdir: Path, *args: str) -> Iterator[Op
 
 # --- probe targets ------------------------------------------------------------------------------
 class Target:
-    """An HTTP server on 127.0.0.1 (a free port unless ``port``) that answers GET/HEAD with
-    ``status`` and counts the hits."""
+    """An HTTP server on ``address`` (a free port unless ``port``) that answers GET/HEAD with
+    ``status`` and records (path, wall time) of each hit."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, address: str = "127.0.0.1") -> None:
         self.status = 200
         self.hits: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -137,18 +137,24 @@ class Target:
             def log_message(self, *_: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server = ThreadingHTTPServer((address, port), Handler)
+        self.address = address
+        self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
     @property
     def host(self) -> str:
-        """``127.0.0.1:PORT``: what a test Route's host is."""
-        return f"127.0.0.1:{self._server.server_address[1]}"
+        """``ADDRESS:PORT``: what a test Route's host is."""
+        return f"{self.address}:{self.port}"
 
     def count(self, path: str | None = None) -> int:
         with self._lock:
             return sum(1 for p, _ in self.hits if path is None or p == path)
+
+    def paths_since(self, since: float) -> set[str]:
+        with self._lock:
+            return {path for path, at in self.hits if at >= since}
 
     def close(self) -> None:
         self._server.shutdown()
@@ -237,6 +243,20 @@ def warnings_for(kube: Client, ns: str, kind: str, name: str, reason: str) -> li
 def kube(cluster: Cluster) -> Client:
     """An admin client of the session's cluster (modules that need more define their own)."""
     return admin_client(cluster)
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    """One operator with the default flags for all of a module's tests (modules that need flags
+    define their own)."""
+    with running_operator(cluster, tmp_path_factory.mktemp("operator")) as op:
+        yield op
+
+
+@pytest.fixture
+def ns(kube: Client, request: pytest.FixtureRequest) -> str:
+    """A fresh namespace for the test (``t<n>-<test name>``)."""
+    return new_namespace(kube, request, "t")
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Debian's Prometheus and Alertmanager as child processes on free loopback ports.
 
 - :func:`run_prometheus`: 1s scrape and evaluation, ``--web.enable-lifecycle`` (``reload()``),
-  rule files from a folder, optional Alertmanager to send alerts to.
+  rule files from a folder, optional Alertmanager to send alerts to; the tests' and the
+  benchmarks' one Prometheus starter (the benchmarks read its ``pid`` for CPU and memory).
 - :func:`run_alertmanager`: the shipped ``deploy/alertmanager/alertmanager.yml``, adapted by
   :func:`adapt_alertmanager_config` to send PagerDuty events and tickets to a local
   :mod:`tests.support.sink` server, with short group timings; nothing else changed.
@@ -66,6 +67,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 class Prometheus:
     url: str
     rules_dir: Path
+    pid: int
 
     def query(self, expr: str, *, time: float | None = None) -> list[dict[str, Any]]:
         """Instant query; the result vector (raises on a PromQL error)."""
@@ -96,9 +98,10 @@ class Prometheus:
 
 
 def prometheus_config(*, rules_dir: Path, targets: Sequence[str], alertmanager: str | None,
-                      interval: str = "1s") -> dict[str, Any]:
+                      interval: str = "1s", evaluation_interval: str | None = None) -> dict[str, Any]:
     cfg: dict[str, Any] = {
-        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+        "global": {"scrape_interval": interval, "evaluation_interval": evaluation_interval or interval,
+                   "scrape_timeout": interval},
         "rule_files": [str(rules_dir / "*.yml"), str(rules_dir / "*.yaml")],
         "scrape_configs": [{"job_name": "route-monitor", "static_configs": [{"targets": list(targets)}]}],
     }
@@ -109,22 +112,25 @@ def prometheus_config(*, rules_dir: Path, targets: Sequence[str], alertmanager: 
 
 @contextmanager
 def run_prometheus(workdir: Path, *, targets: Sequence[str] = (), rules_dir: Path | None = None,
-                   alertmanager: str | None = None, interval: str = "1s",
-                   flags: Sequence[str] = ()) -> Iterator[Prometheus]:
-    """``flags``: more command-line flags (e.g. ``--query.lookback-delta=10s``)."""
+                   alertmanager: str | None = None, interval: str = "1s", evaluation_interval: str | None = None,
+                   flags: Sequence[str] = (), timeout: float = 30) -> Iterator[Prometheus]:
+    """``interval``: scrape (and, unless ``evaluation_interval`` is given, evaluation) interval;
+    ``flags``: more command-line flags (e.g. ``--query.lookback-delta=10s``); ``timeout``: how
+    long it may take to become ready (loading thousands of rule files takes a while)."""
     workdir.mkdir(parents=True, exist_ok=True)
     rules_dir = rules_dir or workdir / "rules"
     rules_dir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(yaml.safe_dump(prometheus_config(rules_dir=rules_dir, targets=targets,
-                                                       alertmanager=alertmanager, interval=interval)))
+                                                       alertmanager=alertmanager, interval=interval,
+                                                       evaluation_interval=evaluation_interval)))
     port = free_port()
     cmd = [PROMETHEUS_BIN, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
            f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle", "--web.enable-admin-api",
            "--rules.alert.resend-delay=1s", "--log.level=warn", *flags]
     url = f"http://127.0.0.1:{port}"
-    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready"):
-        yield Prometheus(url=url, rules_dir=rules_dir)
+    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready", timeout=timeout) as proc:
+        yield Prometheus(url=url, rules_dir=rules_dir, pid=proc.pid)
 
 
 def adapt_alertmanager_config(text: str, *, pagerduty_url: str, ticket_url: str, routing_key_file: Path,

@@ -111,5 +111,5 @@ def run_enforcing_prometheus(workdir: Path, jobs: list[dict[str, Any]],
     url = f"http://127.0.0.1:{port}"
     cmd = [PROMETHEUS_BIN, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
            f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle", "--log.level=warn"]
-    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready"):
-        yield Prometheus(url=url, rules_dir=rules_dir)
+    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready") as proc:
+        yield Prometheus(url=url, rules_dir=rules_dir, pid=proc.pid)

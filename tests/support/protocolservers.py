@@ -2,26 +2,27 @@
 
 - :class:`LineServer`: a TCP (optionally TLS) server speaking a Redis-like line protocol
   (``PING`` -> ``+PONG``), or sending a banner, an error, nothing, or closing at once;
-- :class:`DNSServer`: a UDP name server (dnslib's wire format) answering A records, NXDOMAIN,
-  SERVFAIL, or nothing, per name, changed while it runs;
 - :class:`GRPCHealth`: grpcio's own server with its own health servicer (``grpc_health``), over
   h2c, TLS or mutual TLS, whose status the test flips.
+
+The DNS probe's name server is :class:`tests.support.dnsserver.DNSServer` with ``port=0``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import threading
 from concurrent import futures
 
 import grpc
 import trustme
-from dnslib import QTYPE, RCODE, RR, A, DNSRecord
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-PONG, ERROR, CLOSE, SILENT, BANNER = "pong", "error", "close", "silent", "banner"
+from tests.support.dnsserver import SILENT
+
+PONG, ERROR, CLOSE, BANNER = "pong", "error", "close", "banner"
+"""LineServer modes; ``SILENT`` (reads, never answers) is the DNS server's word for the same."""
 
 
 class LineServer:
@@ -63,46 +64,6 @@ class LineServer:
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-
-
-NXDOMAIN, SERVFAIL = "nxdomain", "servfail"
-
-
-class DNSServer:
-    def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = dict(answers)
-        """name -> IPv4 address, NXDOMAIN, SERVFAIL or SILENT."""
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.settimeout(0.2)
-        self.port = self._sock.getsockname()[1]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="dns-server", daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data, peer = self._sock.recvfrom(4096)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            query = DNSRecord.parse(data)
-            answer = self.answers.get(str(query.q.qname).rstrip(".").lower(), NXDOMAIN)
-            if answer == SILENT:
-                continue
-            reply = query.reply()
-            if answer in (NXDOMAIN, SERVFAIL):
-                reply.header.rcode = RCODE.NXDOMAIN if answer == NXDOMAIN else RCODE.SERVFAIL
-            elif query.q.qtype == QTYPE.A:
-                reply.add_answer(RR(query.q.qname, QTYPE.A, rdata=A(answer), ttl=30))
-            self._sock.sendto(bytes(reply.pack()), peer)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self._sock.close()
 
 
 class GRPCHealth:

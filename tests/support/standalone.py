@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import textwrap
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +15,21 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.net import wait_for
+
+
+def routemonitor(name: str, url: str, *, probe: str = "interval: 1s, timeout: 500ms",
+                 slo: str = 'availability: "99.5"') -> str:
+    """One RouteMonitor of namespace ``shop`` as a user writes it; ``probe`` and ``slo`` are the
+    inside of their flow mappings."""
+    return textwrap.dedent(f"""\
+        apiVersion: routemonitor.io/v1alpha1
+        kind: RouteMonitor
+        metadata: {{name: {name}, namespace: shop}}
+        spec:
+          target: {{url: "{url}"}}
+          probe: {{{probe}}}
+          slo: {{{slo}}}
+        """)
 
 
 @contextmanager

@@ -58,8 +58,7 @@ def speaks(spec: MonitorSpec, planned: fileplan.Plan) -> str:
     """Which protocol the monitor's probes speak, and why (the spec's, its Service port's, HTTP)."""
     resolved = planned.monitors.get(spec.key)
     found = resolved.target if resolved is not None else None
-    return protocolspec.describe(spec.probe.protocol, found.protocol if found else None,
-                                 found.protocol_reason if found else "")
+    return protocolspec.describe(spec.probe.protocol, found.protocol if found else None)
 
 
 def paths_line(spec: MonitorSpec, planned: fileplan.Planned | None) -> str:
