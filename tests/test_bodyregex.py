@@ -35,9 +35,10 @@ ISSUE_PATTERN = r"^(\w+\s?)*$"
 ISSUE_BODY = b"a" * 25 + b"!"
 RUNAWAY_PATTERN = r"^(a|aa)+$"  # exponential in the `regex` engine too
 RUNAWAY_BODY = b"a" * 40 + b"!"
-LATE = 0.5
+LATE = 5.0
 """How late a busy shared 2-core machine may wake the loop past a deadline (without the fix a
-runaway match in ``re`` holds it for minutes)."""
+runaway match in ``re`` holds it for minutes; seen 0.9 s late on a machine running 20 test
+processes at once)."""
 
 
 def body(data: bytes) -> servers.Responder:
@@ -50,11 +51,9 @@ def settings(**kw: object) -> ProbeSettings:
 
 async def test_the_issue_pattern_is_decided_at_once(targets: servers.Targets) -> None:
     url = targets.http(body(ISSUE_BODY))
-    t0 = time.perf_counter()
     result = await Prober().probe(ProbeRequest.build(("ns", "m"), url, settings(body_regex=ISSUE_PATTERN)))
-    assert time.perf_counter() - t0 < 0.5
     assert (result.success, result.reason) == (False, R.BODY_MISMATCH)
-    assert "does not match" in result.detail
+    assert "does not match" in result.detail  # decided: a match cut off by its deadline says "did not finish"
 
 
 async def test_a_runaway_pattern_fails_its_probe_within_the_timeout(targets: servers.Targets) -> None:

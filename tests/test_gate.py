@@ -20,6 +20,7 @@ from alert_rules import names
 from route_monitor.probe import gate as gate_module
 from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.result import Exclusion
+from route_monitor.spec.maintenance import CronWindow, OneOffWindow
 from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
 from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
