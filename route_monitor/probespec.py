@@ -16,6 +16,7 @@ from alert_rules.model import InvalidSpec, parse_duration_ms
 from route_monitor import bodyregex
 from route_monitor.protocolspec import HTTP, Protocol, ProtocolSettings, protocol_settings
 from route_monitor.requestspec import RequestOptions, parse_request
+from route_monitor.vantagespec import ONE, Vantages, vantages_settings
 
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
 DEFAULT_INTERVAL_MS = 30_000
@@ -46,6 +47,8 @@ class ProbeSettings:
 
     protocol: ProtocolSettings = HTTP
     """``spec.probe.protocol`` and its block (:mod:`route_monitor.protocolspec`)."""
+    vantages: Vantages = ONE
+    """``spec.probe.vantages`` and ``quorum`` (:mod:`route_monitor.vantagespec`)."""
 
     def status_ok(self, status: int) -> bool:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
@@ -155,4 +158,5 @@ def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
                                                  False), False),
         request=c.get(lambda: parse_request(p, field), RequestOptions()),
         warmup_ms=c.get(lambda: _warmup(p.get("warmup"), f"{field}.warmup"), DEFAULT_WARMUP_MS),
+        vantages=vantages_settings(p, field, c),
     )
