@@ -151,6 +151,12 @@ LEASE_PREFIX: Final = "route-monitor-"
 ANN_BLIND: Final = "routemonitor.io/blind"
 """Contract 11: on a replica's Lease, ``"true"`` while its canary is unreachable; ownership then
 ranks the replicas without it (while any exists)."""
+ANN_LOCATION: Final = "routemonitor.io/location"
+"""Contract 12: on a replica's Lease, where it probes from (``--location``, its Node's zone, else
+``cluster``), so every replica picks a monitor's owners in distinct locations."""
+LABEL_LOCATION: Final = "location"
+"""Contract 12: on every per-monitor series, the location of the replica that probed."""
+NODE_ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 
 # --- Contract 2: the RouteMonitor resource -------------------------------------------------
 GROUP: Final = "routemonitor.io"
