@@ -82,6 +82,8 @@ def test_an_owner_writes_its_own_entry_only_when_it_changes() -> None:
     assert failed == {"locations": {"a": {"member": "member-a", "result": "failure", "reason": "http_status",
                                           "time": "2027-01-15T08:00:00Z"}}}
     assert locationstatus.own_patch(written, "a", "member-a2", _result(True)) is not None  # a new member there
+    recovered = locationstatus.own_patch({"locations": failed["locations"]}, "a", "member-a", _result(True))
+    assert recovered is not None and recovered["locations"]["a"]["reason"] is None  # not kept from the failure
     assert locationstatus.own_patch(written, "a", "member-a", None) is None
 
 

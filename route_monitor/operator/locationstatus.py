@@ -44,7 +44,8 @@ def own_patch(status: Mapping[str, Any] | None, location: str, member: str,
     old = ((status or {}).get(FIELD) or {}).get(location)
     if _significant(old) == _significant(new):
         return None
-    return {FIELD: {location: new}}
+    cleared = {k: None for k in (old or {}) if k not in new}  # a merge patch keeps what it does not mention
+    return {FIELD: {location: {**new, **cleared}}}
 
 
 def prune_patch(status: Mapping[str, Any] | None, probing: Iterable[str]) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from route_monitor.operator.rulesync import RulesOutcome, RuleSync
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.slo_state import SloStatus
 from route_monitor.operator.statuswriter import StatusWriter
-from route_monitor.operator.vantages import Placed, shortfall, vantage_count
+from route_monitor.operator.vantages import DEFAULT_LOCATION, Placed, shortfall, vantage_count
 from route_monitor.operator.world import Key, World
 from route_monitor.probe.result import ProbeResult
 from route_monitor.resolve import ResolvedTarget
@@ -65,7 +65,7 @@ class Reconciler:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
-        self._placed = placed or (lambda key, _: ((member or "", ""),) if owns(key) else ())
+        self._placed = placed or (lambda key, _: ((member or "", DEFAULT_LOCATION),) if owns(key) else ())
         """Contract 12: (member, location) of the owners of a monitor asked for N vantages, first
         owner first (:func:`route_monitor.operator.vantages.of_shard`)."""
         self._locations_written: dict[Key, dict[str, Any]] = {}
@@ -102,6 +102,10 @@ class Reconciler:
         await self._generated(key)
         await self._monitor(key)
 
+    def locations_sent(self, key: Key) -> Mapping[str, Any]:
+        """The ``status.locations`` entries this replica wrote for ``key`` (None: deleted)."""
+        return self._locations_written.get(key, {})
+
     def probes(self, key: Key) -> bool:
         """This replica is one of the monitor's owners (its first, or another vantage)."""
         me = self._member or ""
@@ -132,10 +136,11 @@ class Reconciler:
 
     async def _location_entry(self, key: Key, body: Mapping[str, Any], spec: MonitorSpec, *, first: bool) -> None:
         """Contract 12: this owner's ``status.locations`` entry; the first owner also drops the
-        entries of locations that no longer probe. Nothing for a monitor of one vantage."""
-        if spec.probe.vantages.single:
+        entries of locations that no longer probe; a monitor of one vantage has none (``lastProbe``
+        says it all), so the first owner drops any left from when it had more."""
+        placed = () if spec.probe.vantages.single else self._placed(key, spec.probe.vantages.count)
+        if not placed and not first:
             return
-        placed = self._placed(key, spec.probe.vantages.count)
         me = self._member or ""
         where = next((loc for m, loc in placed if m == me), None)
         current = {**(body.get("status") or {})}
