@@ -6,7 +6,8 @@
   location (member and last result) written by the replica probing from there;
 - a monitor of one vantage is probed by one replica only, and has no ``status.locations``;
 - one replica stops: the monitor is probed from the two locations left, its entry is dropped, and
-  ``Probing`` says how many locations probe out of how many asked.
+  ``Probing`` says how many locations probe out of how many asked;
+- a replica without ``--location`` takes its Node's ``topology.kubernetes.io/zone``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace, Node
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
@@ -118,3 +120,25 @@ def test_three_locations_probe_a_monitor_and_each_writes_its_entry(kube: Client,
     started = time.time()
     wait_for(lambda: any(at > started and path == "/everywhere" for path, at in list(target.hits)), timeout=10,
              what="probing to go on")
+
+
+def test_a_replica_without_location_takes_its_nodes_zone(kube: Client, cluster: Cluster, tmp_path: Path,
+                                                           ns: str, target: Target) -> None:
+    """``NODE_NAME`` (the downward API in ``deploy/``) names a Node labelled with a zone: that zone is
+    the replica's location, on its Lease and its series, read through the operator's own RBAC."""
+    node = f"node-{ns}"
+    kube.create(Node(metadata=ObjectMeta(name=node, labels={names.NODE_ZONE_LABEL: "zone-x"})))
+    op = Operator(cluster, tmp_path / "zoned.log", ("--member-name", "zoned", "--lease-namespace", "route-monitor"),
+                  env={"NODE_NAME": node})
+    try:
+        op.start()
+        lease = kube.get(Lease, "route-monitor-zoned", namespace="route-monitor")
+        assert (lease.metadata.annotations or {}).get(names.ANN_LOCATION) == "zone-x"
+        kube.create(route(ns, "zoned", target.host))
+        kube.create(monitor(ns, "zoned", {}))
+        wait_for(lambda: exported({"zoned": op}, ns, "zoned") == {"zoned": "zone-x"}, timeout=30,
+                 what="the replica's series labelled with its Node's zone")
+        assert "location: zone-x (Node " in op.log(200)
+    finally:
+        op.stop()
+        kube.delete(Node, node)
