@@ -209,3 +209,24 @@ def test_one_vantage_generates_todays_rules() -> None:
     assert names.ALERT_PARTIALLY_UNREACHABLE not in generated(1, 1)
     assert names.location_error_ratio_record(W) not in generated(1, 1)
     assert names.location_error_ratio_record(W) in generated(3, 2)
+
+
+def test_upgrade_joins_series_without_and_with_location(tmp_path: Path) -> None:
+    """A monitor of one vantage across the upgrade: its series without ``location`` stop at 20m and
+    go on with ``location`` (a new pod of the new version, counters from 0): today's rules add them
+    up by (namespace, monitor), so its ratios and its tiles go on without a gap or a jump."""
+    old = counters("x", [("4", 40), (".", 40)])
+    for s in old:
+        s["series"] = s["series"].replace(',location="x",pod="p-x"', ',pod="old"')
+    new = counters("cluster", [(".", 40), ("4", 40)])
+    def near(record: str, minute: int) -> dict[str, Any]:
+        return {"expr": f"abs({record} - 0.4) < bool 1e-9", "eval_time": f"{minute}m",
+                "exp_samples": [{"labels": f'{{monitor="{MON}",namespace="{NS}"}}', "value": 1}]}
+    checks = [near(names.error_ratio_record("5m"), m) for m in (15, 30, 39)]
+    checks += [near(names.error_ratio_record("1h"), m) for m in (25, 39)]
+    checks += [near(names.error_ratio_record("30m"), 39)]  # summed from tiles across the swap
+    job_ = promtool.Job("upgrade", generated(1, 1), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
+                                                     "tests": [{"interval": STEP, "input_series": [*old, *new],
+                                                                "promql_expr_test": checks}]})
+    result = promtool.run_test_rules(job_, tmp_path)
+    assert result.ok, result.output
