@@ -7,12 +7,15 @@
 - a monitor of one vantage is probed by one replica only, and has no ``status.locations``;
 - one replica stops: the monitor is probed from the two locations left, its entry is dropped, and
   ``Probing`` says how many locations probe out of how many asked;
-- a replica without ``--location`` takes its Node's ``topology.kubernetes.io/zone``.
+- a replica without ``--location`` takes its Node's ``topology.kubernetes.io/zone``;
+- the replica probing from a location is killed: another replica of that location takes its
+  place within the Lease's duration plus 10 s.
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,3 +145,34 @@ def test_a_replica_without_location_takes_its_nodes_zone(kube: Client, cluster: 
     finally:
         op.stop()
         kube.delete(Node, node)
+
+
+def test_a_killed_vantage_is_replaced_in_its_location(kube: Client, cluster: Cluster, tmp_path: Path, ns: str,
+                                                      target: Target) -> None:
+    """Four replicas, two of them in location ``a``: SIGKILL the one probing from ``a``, and the
+    other takes its place within the Lease's duration plus 10 s: three locations again."""
+    members = {**LOCATIONS, "member-a2": "a"}
+    running: dict[str, Operator] = {}
+    try:
+        for member, where in members.items():
+            running[member] = Operator(cluster, tmp_path / f"{member}.log", (
+                "--member-name", member, "--lease-namespace", "route-monitor", "--location", where))
+            running[member].start()
+        kube.create(route(ns, "kept", target.host))
+        kube.create(monitor(ns, "kept", {"vantages": 3}))
+        wait_for(lambda: sorted(exported(running, ns, "kept").values()) == ["a", "b", "c"], timeout=30,
+                 what="three locations probing")
+        [in_a] = [m for m, where in exported(running, ns, "kept").items() if where == "a"]
+        killed = time.monotonic()
+        running.pop(in_a).stop(signal.SIGKILL)
+        other = "member-a2" if in_a == "member-a" else "member-a"
+        wait_for(lambda: exported(running, ns, "kept").get(other) == "a", timeout=40,
+                 what=f"{other} probing from a after {in_a} was killed")
+        took = time.monotonic() - killed
+        assert took <= 15 + 10 + 5, f"took {took:.1f}s"  # the Lease's duration + 10 s (+ the scrape)
+        assert sorted(exported(running, ns, "kept").values()) == ["a", "b", "c"]
+        wait_monitor(kube, ns, "kept", lambda m: (m["status"].get("locations") or {}).get("a", {}).get("member")
+                     == other, f"status.locations.a naming {other}", timeout=30)
+    finally:
+        for op in running.values():
+            op.stop()
