@@ -12,6 +12,7 @@ rebuilds everything and writes nothing that is already right.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -168,7 +169,8 @@ class Reconciler:
         await self.status.write(key, body, obs)
         await self.status.warn_not_ready(key, body, obs)
         if vantage_count(body) > 1:
-            await self._location_entry(key, body, parse_routemonitor(body), first=True)
+            with contextlib.suppress(InvalidSpec):  # held only for a valid spec; an edit since: its reconcile
+                await self._location_entry(key, body, parse_routemonitor(body), first=True)
         return True
 
     def release(self, key: Key) -> None:
