@@ -98,6 +98,10 @@ class MonitorSLO:
     evaluation_ms: int = DEFAULT_EVALUATION_MS
     """Installation-wide: Prometheus' evaluation interval, how long a shared outage takes to be seen
     (``alert_rules.path_rules.settle_ms``)."""
+    vantages: int = 1
+    """Contract 12: locations that probe the monitor (``alert_rules.quorum``); 1: today's rules."""
+    quorum: int = 1
+    """Contract 12: failing locations needed for a probe slot to count as failed."""
 
 
 @dataclass(frozen=True, kw_only=True)

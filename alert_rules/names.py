@@ -66,6 +66,8 @@ DNS_PATH_PREFIX: Final = "dns:"
 """On a ``dns:`` path only ``dns_error`` failures make a monitor count as failing."""
 REASON_DNS_ERROR: Final = "dns_error"
 ALERT_SHARED_PATH_DOWN: Final = "RouteMonitorSharedPathDown"
+ALERT_PARTIALLY_UNREACHABLE: Final = "RouteMonitorPartiallyUnreachable"
+"""Contract 12: failing from some locations, fewer than the quorum (ticket, never a page)."""
 DASHBOARD_OVERVIEW_UID: Final = "route-monitor-overview"
 """uid of grafana/slo-overview.json (SharedPathDown links to it, filtered to the path)."""
 PATH_LEVEL: Final = "path"
@@ -151,6 +153,12 @@ LEASE_PREFIX: Final = "route-monitor-"
 ANN_BLIND: Final = "routemonitor.io/blind"
 """Contract 11: on a replica's Lease, ``"true"`` while its canary is unreachable; ownership then
 ranks the replicas without it (while any exists)."""
+ANN_LOCATION: Final = "routemonitor.io/location"
+"""Contract 12: on a replica's Lease, where it probes from (``--location``, its Node's zone, else
+``cluster``), so every replica picks a monitor's owners in distinct locations."""
+LABEL_LOCATION: Final = "location"
+"""Contract 12: on every per-monitor series, the location of the replica that probed."""
+NODE_ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 
 # --- Contract 2: the RouteMonitor resource -------------------------------------------------
 GROUP: Final = "routemonitor.io"
@@ -175,6 +183,16 @@ RECORD_LEVEL: Final = "namespace_monitor"
 def error_ratio_record(window: str) -> str:
     """Failed / all probes over ``window`` (e.g. ``5m``): the availability SLI's error ratio."""
     return f"{RECORD_LEVEL}:{PREFIX}probe_errors:ratio_rate{window}"
+
+
+def location_error_ratio_record(window: str) -> str:
+    """Contract 12: failed / all counted probes of one location over ``window``."""
+    return f"{RECORD_LEVEL}_{LABEL_LOCATION}:{PREFIX}probe_errors:ratio_rate{window}"
+
+
+def reachability_record(window: str) -> str:
+    """Contract 12: failed / all probes of every location over ``window`` (no quorum)."""
+    return f"{error_ratio_record(window)}_reachability"
 
 
 def slow_ratio_record(window: str) -> str:

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, holdoff, names, path_rules, promql, tiles
+from alert_rules import alerts, durations, holdoff, names, path_rules, promql, quorum, tiles
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
 from alert_rules.windows import AlertWindow, alert_windows, windows_of
@@ -144,8 +144,10 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     for sli in slis(slo):
         for ms in sorted(_fast_windows(slo)):
             w = durations.format_ms(ms)
-            rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)))
+            today = _record(slo, sli.ratio_record(w), sli.ratio_from_counters(w))
+            rules += quorum.ratio_rules(slo, w, today) if sli.kind == "availability" else [today]
     rules.append(path_rules.failing_record(slo))
+    rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
     first = slis(slo)[0]
@@ -171,7 +173,8 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, tile))
     rules = [*_constants(slo), _record(slo, names.probes_increase_record(tile), all_tile)]
     for sli in slis(slo):
-        rules.append(_record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile)))
+        tile_rule = _record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile))
+        rules.append(quorum.error_tile_rule(slo, tile, tile_rule) if sli.kind == "availability" else tile_rule)
         rules.append(_record(slo, sli.count_record(tile), sli.bad_count_from_counters(tile)))
         for ms in all_windows:
             if ms not in _fast_windows(slo):

@@ -268,7 +268,7 @@ def test_restricted_v2_emulation_rejects_what_the_scc_rejects(pod_context: dict[
 def test_deployment_runs_replicas_that_hand_over_without_a_gap() -> None:
     """Contract 6: two replicas, rolling updates that start the new pod before stopping an old one,
     at most one replica disrupted voluntarily, spread over nodes and zones, member name and Lease
-    namespace from the downward API."""
+    namespace (and the Node, whose zone is the location) from the downward API."""
     deployment = load("deployment.yaml")
     spec, pod = deployment["spec"], deployment["spec"]["template"]["spec"]
     assert spec["replicas"] >= 2
@@ -282,7 +282,8 @@ def test_deployment_runs_replicas_that_hand_over_without_a_gap() -> None:
     [term] = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container()["env"]}
-    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace",
+                   "NODE_NAME": "spec.nodeName"}  # the Node's zone is the replica's location
     assert pod["terminationGracePeriodSeconds"] >= 10
 
 
@@ -323,6 +324,7 @@ NEEDED = {
     # earlier versions under the monitor's own name, with a uid precondition
     *(("monitoring.coreos.com", "prometheusrules", v) for v in ("get", "list", "create", "update", "delete")),
     ("", "events", "create"),
+    ("", "nodes", "get"),  # the replica's own Node: its zone is the replica's location
 }
 FORBIDDEN = [
     pytest.param("route.openshift.io", "routes", "patch", id="patch-routes"),
@@ -336,6 +338,7 @@ FORBIDDEN = [
     pytest.param("monitoring.coreos.com", "prometheusrules", "watch", id="watch-rules"),
     pytest.param("monitoring.coreos.com", "prometheusrules", "patch", id="patch-rules"),
     pytest.param("", "namespaces", "list", id="list-namespaces"),
+    pytest.param("", "nodes", "list", id="list-nodes"),
     pytest.param("apiextensions.k8s.io", "customresourcedefinitions", "list", id="list-crds"),
 ]
 

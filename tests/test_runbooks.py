@@ -29,7 +29,8 @@ def generated_runbook_urls() -> set[str]:
 
 
 @pytest.mark.parametrize("alert", [names.ALERT_ERROR_BUDGET_BURN, names.ALERT_LATENCY_BUDGET_BURN,
-                                   names.ALERT_PROBES_ABSENT, names.ALERT_CERTIFICATE_EXPIRY])
+                                   names.ALERT_PROBES_ABSENT, names.ALERT_CERTIFICATE_EXPIRY,
+                                   names.ALERT_PARTIALLY_UNREACHABLE])
 def test_every_alert_has_a_runbook_section(alert: str) -> None:
     assert names.slug(alert) in anchors()
 

@@ -51,6 +51,8 @@ def monitor(spec: MonitorSpec, source: str | None, protocol: str = "") -> dict[s
         "path": spec.path or None,
         "protocol": protocol or None,
         "interval_seconds": spec.probe.interval_ms / 1000,
+        "vantages": spec.probe.vantages.count,
+        "quorum": spec.probe.vantages.quorum,
         "paused": spec.paused,
         "explanation": explain(spec.slo()).rstrip(),
     }

@@ -12,6 +12,7 @@ rebuilds everything and writes nothing that is already right.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -24,9 +25,10 @@ from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.writer import KubeWriter
-from route_monitor.operator import exclusion, plan, status
+from route_monitor.operator import exclusion, locationstatus, plan, status
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.outputs.rulesync import RulesOutcome, RuleSync
+from route_monitor.operator.replicas.vantages import DEFAULT_LOCATION, Placed, shortfall, vantage_count
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.statuswriter import StatusWriter
 from route_monitor.operator.world import Key, World
@@ -60,10 +62,16 @@ class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
                  clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
-                 member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None) -> None:
+                 member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None,
+                 placed: Callable[[Key, int], Placed] | None = None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
+        self._placed = placed or (lambda key, _: ((member or "", DEFAULT_LOCATION),) if owns(key) else ())
+        """Contract 12: (member, location) of the owners of a monitor asked for N vantages, first
+        owner first (:func:`route_monitor.operator.vantages.of_shard`)."""
+        self._locations_written: dict[Key, dict[str, Any]] = {}
+        """This replica's ``status.locations`` entry last written, until the watch brings it back."""
         self.results: dict[Key, ProbeResult] = {}
         self._valid: set[Key] = set()
         """Monitors probed with a valid spec: an invalid edit keeps them probing with it."""
@@ -86,12 +94,73 @@ class Reconciler:
         ``result_only``: only a probe result is new since the last reconcile (no watch event,
         reference or membership change): a first status held back for it is written with it."""
         if not self._owns(key):
-            self.release(key)
+            if self.probes(key):
+                await self._vantage(key)
+            else:
+                self.release(key)
             return
         if result_only and await self._first_result(key):
             return
         await self._generated(key)
         await self._monitor(key)
+
+    def locations_sent(self, key: Key) -> Mapping[str, Any]:
+        """The ``status.locations`` entries this replica wrote for ``key`` (None: deleted)."""
+        return self._locations_written.get(key, {})
+
+    def probes(self, key: Key) -> bool:
+        """This replica is one of the monitor's owners (its first, or another vantage)."""
+        me = self._member or ""
+        return any(m == me for m, _ in self._placed(key, vantage_count(self.world.monitors.get(key))))
+
+    async def _vantage(self, key: Key) -> None:
+        """An owner that is not the first: probe, and write only this location's status entry."""
+        body = self.world.monitors.get(key)
+        if body is None:
+            self._forget(key)
+            return
+        try:
+            spec = parse_routemonitor(body)
+        except InvalidSpec:
+            if key not in self._valid:
+                self._stop(key)
+            return  # the first owner says why in the status
+        target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
+                                     cluster_domain=self.settings.cluster_domain)
+        if self.credentials is not None:
+            target = await self.credentials.attach(spec, target)
+        if isinstance(target, ResolvedTarget):
+            self.engine.set_monitor(spec, target)
+            self._valid.add(key)
+        else:
+            self._stop(key)
+        await self._location_entry(key, body, spec, first=False)
+
+    async def _location_entry(self, key: Key, body: Mapping[str, Any], spec: MonitorSpec, *, first: bool) -> None:
+        """Contract 12: this owner's ``status.locations`` entry; the first owner also drops the
+        entries of locations that no longer probe; a monitor of one vantage has none (``lastProbe``
+        says it all), so the first owner drops any left from when it had more."""
+        placed = () if spec.probe.vantages.single else self._placed(key, spec.probe.vantages.count)
+        if not placed and not first:
+            return
+        me = self._member or ""
+        where = next((loc for m, loc in placed if m == me), None)
+        current = {**(body.get("status") or {})}
+        if key in self._locations_written:
+            current[locationstatus.FIELD] = {**(current.get(locationstatus.FIELD) or {}),
+                                             **self._locations_written[key]}
+        patches = [locationstatus.prune_patch(current, [loc for _, loc in placed]) if first else None,
+                   None if where is None else locationstatus.own_patch(current, where, me, self.results.get(key))]
+        for patch in patches:
+            if patch is None:
+                continue
+            try:
+                await self.kube.patch_status(key[0], key[1], patch)
+            except Exception as e:
+                if status_code(e) != 404:
+                    raise
+                return
+            self._locations_written[key] = {**self._locations_written.get(key, {}), **patch[locationstatus.FIELD]}
 
     async def _first_result(self, key: Key) -> bool:
         held, result, body = self.status.held(key), self.results.get(key), self.world.monitors.get(key)
@@ -100,6 +169,9 @@ class Reconciler:
         obs = dataclasses.replace(held, last_result=result)
         await self.status.write(key, body, obs)
         await self.status.warn_not_ready(key, body, obs)
+        if vantage_count(body) > 1:
+            with contextlib.suppress(InvalidSpec):  # held only for a valid spec; an edit since: its reconcile
+                await self._location_entry(key, body, parse_routemonitor(body), first=True)
         return True
 
     def release(self, key: Key) -> None:
@@ -116,7 +188,7 @@ class Reconciler:
         the last ones unprobed for as long as the queue takes. Only what needs no I/O: monitors
         with credentials to read wait for their reconcile."""
         body = self.world.monitors.get(key)
-        if body is None or not self._owns(key):
+        if body is None or not self.probes(key):
             return
         try:
             spec = parse_routemonitor(body)
@@ -181,6 +253,7 @@ class Reconciler:
         if self.credentials is not None:
             self.credentials.forget(key)
         self.results.pop(key, None)
+        self._locations_written.pop(key, None)
         self.status.forget(key)
         self.metrics.set_state(key, None)
 
@@ -234,9 +307,12 @@ class Reconciler:
                               exclusion.known(spec, now, self.status.current(key, body)),
                               probed_by=self._member,
                               next_maintenance=maintenance.next_window_start(spec.maintenance, now),
-                              slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None)
+                              slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None,
+                              fewer_locations=shortfall(len(self._placed(key, spec.probe.vantages.count)),
+                                                        spec.probe.vantages.count))
         await self.status.write(key, body, obs)
         await self.status.warn_not_ready(key, body, obs)
+        await self._location_entry(key, body, spec, first=True)
         if rules.retry:
             raise RetryLater(rules.error)
 

@@ -55,6 +55,8 @@ class OperatorSettings:
     """Where to read each owned monitor's SLO back from (``--prometheus-url``); None: no ``status.slo``."""
     slo_interval: float = 300.0
     """Seconds between two passes reading SLOs from Prometheus."""
+    location: str | None = None
+    """``--location``: where this replica probes from; None: its Node's zone, else ``cluster``."""
     canary: CanarySettings | None = None
     """What this replica probes to tell its own network failures from its targets' (``--canary-url``);
     None: no canary, every network failure counts."""

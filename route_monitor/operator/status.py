@@ -62,6 +62,8 @@ class Observed:
     """The SLO read back from Prometheus (``--prometheus-url``): ``status.slo`` and ``BudgetExhausted``."""
     slo_enabled: bool = False
     """Reading SLOs is on: until a first read, the previous ``status.slo`` and condition are kept."""
+    fewer_locations: str | None = None
+    """Contract 12: fewer locations probe than ``spec.probe.vantages`` asks, in words (``Probing``)."""
 
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
@@ -79,6 +81,9 @@ def conditions(obs: Observed) -> list[dict[str, Any]]:
         if excluded is not None:
             reason, why = EXCLUDED[excluded]
             probing = _cond("Probing", True, reason, f"{probing['message']}; {why}")
+        if obs.fewer_locations is not None:
+            reason = "FewerLocations" if probing["reason"] == "Probing" else probing["reason"]
+            probing = _cond("Probing", True, reason, f"{probing['message']}; {obs.fewer_locations}")
     else:
         unresolved = obs.target or Unresolved("Unknown", "not resolved yet")
         resolved = _cond("TargetResolved", False, unresolved.reason, unresolved.message)
@@ -170,12 +175,19 @@ def significant(status: Mapping[str, Any] | None) -> object:
             status.get("probedBy"), status.get("nextMaintenance"), slo, tuple(status.get("paths") or ()))
 
 
+WRITTEN_ELSEWHERE = frozenset({"locations"})
+"""Top-level status fields each owner of a monitor writes for itself
+(:mod:`~route_monitor.operator.locationstatus`), never cleared by the first owner's patch."""
+
+
 def merge_patch(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
     """``new`` as a JSON merge patch over ``previous``: a key that ``new`` no longer has is sent as
     null, else the API server would keep it (a success under the failure's ``lastProbe.reason``,
     a ``nextMaintenance`` after the windows were removed). Lists are replaced whole."""
     out = dict(new)
     for k, old in (previous or {}).items():
+        if k in WRITTEN_ELSEWHERE:
+            continue
         if k not in out:
             out[k] = None
         elif isinstance(old, Mapping) and isinstance(out[k], Mapping):

@@ -26,6 +26,7 @@ from route_monitor.kube.writer import KubeWriter, requests_made
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import priming, status
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
+from route_monitor.operator.replicas import vantages
 from route_monitor.operator.replicas.sharding import Shard, moved
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.trim import HeapTrimmer
@@ -69,7 +70,8 @@ class Supervisor:
         self.queue = WorkQueue()
         self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
                                      metrics=metrics, schedule=self.queue.later, unschedule=self.queue.cancel_timer,
-                                     owns=lambda key: self.shard.owns(key), member=member)
+                                     owns=lambda key: self.shard.owns(key), member=member,
+                                     placed=lambda key, n: vantages.placed(self.shard, key, n))
         self._failures: dict[Key, int] = {}
         self._trimmer = HeapTrimmer()
         self._waiting_api: set[Key] = set()
@@ -103,10 +105,20 @@ class Supervisor:
         self.metrics.ownership_changes.labels(change="lost").inc(len(lost))
         log.info("%d live replicas: this one gains %d monitors and hands over %d", len(after.members),
                  len(gained), len(lost))
+        several = {k: vantages.vantage_count(self.world.monitors.get(k)) for k in self.world.monitors}
+        changed = {k for k, n in several.items() if n > 1
+                   and vantages.placed(before, k, n) != vantages.placed(after, k, n)}
         for key in lost:  # stop at once: the new owner may already be probing (nothing else to do for them)
-            self.reconciler.release(key)
-        self._start_probing(sorted(gained))
-        for key in sorted(gained):
+            if key not in changed or not self.reconciler.probes(key):
+                self.reconciler.release(key)
+            else:
+                self.reconciler.status.forget(key)  # another vantage now: the first owner writes the status
+        for key in changed:  # another vantage: start or stop probing; the first owner rewrites the status
+            if not self.reconciler.probes(key):
+                self.reconciler.release(key)
+        started = sorted(gained | {k for k in changed if self.reconciler.probes(k)})
+        self._start_probing(started)
+        for key in sorted(set(started) | changed):
             self.enqueue(key)
 
     def start_owned(self) -> None:

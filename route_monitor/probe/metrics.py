@@ -17,6 +17,10 @@ all eleven reasons per monitor would multiply series for no SLO benefit: the SLO
 the moment a monitor is added). ``probe_success`` appears after the first probe, the
 certificate expiry after the first TLS handshake, and keeps its last value while the monitor's
 URL does not change (so the expiry alert does not resolve because the target went down).
+
+Contract 12: every per-monitor series carries ``location`` (where this process probes from) when
+one is set; the rules aggregate ``by (namespace, monitor)``, so a series gaining the label (an
+upgrade) joins its monitor's sums like a series from a new pod, and the SLO history continues.
 """
 
 from __future__ import annotations
@@ -94,9 +98,11 @@ class MonitorSeries:
     __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
                  "last_success", "maintenance", "phases", "status_code", "success", "warming_up")
 
-    def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
+    def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "") -> None:
         self.key = key
         self.ident = f'namespace="{exposition.escape(key[0])}",monitor="{exposition.escape(key[1])}"'
+        if location:
+            self.ident += f',{names.LABEL_LOCATION}="{exposition.escape(location)}"'
         self.set_info(info)
         self.hist = Hist(bounds)
         self.success = 0
@@ -146,8 +152,11 @@ class MonitorSeries:
 
 
 class ProbeMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, *, location: str = "") -> None:
         self._series: dict[tuple[str, str], MonitorSeries] = {}
+        self.location = location
+        """Contract 12: the ``location`` label of every per-monitor series (empty: no such label,
+        ``standalone`` without ``--location``)."""
         self.in_flight = 0
         """Probes running right now (maintained by the engine)."""
         self.schedule_lag = Histogram(
@@ -182,7 +191,7 @@ class ProbeMetrics:
         bounds = _buckets(threshold_seconds)
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = MonitorSeries(key, info, bounds)
+            series = self._series[key] = MonitorSeries(key, info, bounds, self.location)
             return series
         if series.hist.bounds != bounds:
             series.hist = Hist(bounds)
@@ -229,7 +238,8 @@ class _Collector:
         return list(self._families(self._m.series()))
 
     def _families(self, all_series: list[MonitorSeries]) -> Iterator[Metric]:
-        ident = list(names.IDENTITY_LABELS)
+        ident = list(names.IDENTITY_LABELS) + ([names.LABEL_LOCATION] if self._m.location else [])
+        where = [self._m.location] if self._m.location else []
         probes = CounterMetricFamily(names.PROBES_TOTAL, HELP[names.PROBES_TOTAL], labels=[*ident, names.LABEL_RESULT])
         failures = CounterMetricFamily(names.PROBE_FAILURES_TOTAL, HELP[names.PROBE_FAILURES_TOTAL],
                                        labels=[*ident, names.LABEL_REASON])
@@ -250,33 +260,33 @@ class _Collector:
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
-            ns, mon = s.key
-            probes.add_metric([ns, mon, names.RESULT_SUCCESS], s.success)
-            probes.add_metric([ns, mon, names.RESULT_FAILURE], s.failure)
+            idv = [*s.key, *where]
+            probes.add_metric([*idv, names.RESULT_SUCCESS], s.success)
+            probes.add_metric([*idv, names.RESULT_FAILURE], s.failure)
             for reason, n in sorted(list(s.by_reason.items()), key=lambda kv: kv[0].value):
-                failures.add_metric([ns, mon, reason.value], n)
+                failures.add_metric([*idv, reason.value], n)
             h = s.hist
             cumulative, acc = [], 0
             for le, n in zip(h.le_labels, list(h.buckets), strict=True):
                 acc += n
                 cumulative.append((le, acc))
-            duration.add_metric([ns, mon], cumulative, h.sum)
+            duration.add_metric(idv, cumulative, h.sum)
             if s.last_success is not None:
-                success.add_metric([ns, mon], s.last_success)
+                success.add_metric(idv, s.last_success)
             if s.cert_not_after is not None:
-                expiry.add_metric([ns, mon], s.cert_not_after)
-            info.add_metric([ns, mon, s.info.url, s.info.kind, s.info.name], 1)
+                expiry.add_metric(idv, s.cert_not_after)
+            info.add_metric([*idv, s.info.url, s.info.kind, s.info.name], 1)
             for why, n in sorted(list(s.excluded.items()), key=lambda kv: kv[0].value):
-                excluded.add_metric([ns, mon, why.value], n)
-            maintenance.add_metric([ns, mon], s.maintenance)
-            warming.add_metric([ns, mon], s.warming_up)
+                excluded.add_metric([*idv, why.value], n)
+            maintenance.add_metric(idv, s.maintenance)
+            warming.add_metric(idv, s.warming_up)
             last = s.phases
             if last is not None:
                 for phase, seconds in zip(names.PHASES, last, strict=True):
-                    phases.add_metric([ns, mon, phase], seconds)
+                    phases.add_metric([*idv, phase], seconds)
             if s.status_code is not None:
-                status.add_metric([ns, mon], s.status_code)
+                status.add_metric(idv, s.status_code)
             for path in s.info.paths:
-                path_info.add_metric([ns, mon, path], 1)
+                path_info.add_metric([*idv, path], 1)
         yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, warming, phases, status,
                     path_info, in_flight)

@@ -135,7 +135,8 @@ class MonitorSpec:
         ``standalone`` and ``rules``; the operator keeps the defaults)."""
         return MonitorSLO(namespace=self.namespace, name=self.name, objective=self.objective,
                           interval_ms=self.probe.interval_ms, alerting=self.alerting, tile_ms=tile_ms,
-                          evaluation_ms=evaluation_ms)
+                          evaluation_ms=evaluation_ms, vantages=self.probe.vantages.count,
+                          quorum=self.probe.vantages.quorum)
 
 
 def _keys(m: Mapping[Any, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from alert_rules.fielderrors import EMPTY, Collect, each, mapping
 from alert_rules.model import InvalidSpec, parse_duration_ms
 from route_monitor.spec.protocol import HTTP, Protocol, ProtocolSettings, pattern_field, protocol_settings
 from route_monitor.spec.request import RequestOptions, parse_request
+from route_monitor.spec.vantages import ONE, Vantages, vantages_settings
 
 METHODS = ("GET", "HEAD", "POST", "OPTIONS")
 DEFAULT_INTERVAL_MS = 30_000
@@ -45,6 +46,8 @@ class ProbeSettings:
 
     protocol: ProtocolSettings = HTTP
     """``spec.probe.protocol`` and its block (:mod:`route_monitor.spec.protocol`)."""
+    vantages: Vantages = ONE
+    """``spec.probe.vantages`` and ``quorum`` (:mod:`route_monitor.spec.vantages`)."""
 
     def status_ok(self, status: int) -> bool:
         return any(lo <= status <= hi for lo, hi in self.expected_status)
@@ -146,4 +149,5 @@ def probe_settings(value: object, field: str, c: Collect) -> ProbeSettings:
                                                  False), False),
         request=c.get(lambda: parse_request(p, field), RequestOptions()),
         warmup_ms=c.get(lambda: _warmup(p.get("warmup"), f"{field}.warmup"), DEFAULT_WARMUP_MS),
+        vantages=vantages_settings(p, field, c),
     )

@@ -12,6 +12,7 @@ The files are read once, and targets resolved as ``standalone`` resolves them
 a warning: manifests meant for the operator leave it to the cluster.
 Contract 9: each monitor's warm-up, pause and the start of its next maintenance window, as an
 absolute date and time with its offset (on the window's own clock).
+Each monitor's vantages and quorum (:mod:`route_monitor.vantagespec`).
 Contract 11: each monitor's paths (the shared components a shared outage pages once for); a
 target left to the cluster shows its declared paths, the cluster adds those it derives.
 """
@@ -61,6 +62,12 @@ def speaks(spec: MonitorSpec, planned: fileplan.Plan) -> str:
     return protocolspec.describe(spec.probe.protocol, found.protocol if found else None)
 
 
+def vantages_line(spec: MonitorSpec) -> str:
+    """``  vantages: 3 locations, a failure counts when 2 of them see it`` (nothing for one)."""
+    v = spec.probe.vantages
+    return "" if v.single else f"  vantages: {v.describe()}\n"
+
+
 def paths_line(spec: MonitorSpec, planned: fileplan.Planned | None) -> str:
     """``  paths: dns:cluster, router:default`` (what a shared outage of one pages once for)."""
     if planned is not None:
@@ -91,7 +98,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             target = t.url if isinstance(t, UrlTarget) else f"{t.kind} {t.name}"
             path = f", path {spec.path}" if spec.path else ""
             out.write(f"{explain(spec.slo()).rstrip()}\n  target: {target}{path}\n  protocol: "
-                      f"{speaks(spec, planned)}\n{paths_line(spec, planned.monitors.get(spec.key))}"
+                      f"{speaks(spec, planned)}\n{vantages_line(spec)}"
+                      f"{paths_line(spec, planned.monitors.get(spec.key))}"
                       f"{exclusions(spec, at)}\n")
         report(problems, err)
         if not nothing:

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules import names
 from route_monitor import logs
-from route_monitor.cli import cliargs
+from route_monitor.cli import cliargs, location
 from route_monitor.cli.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.rules import rule_defaults
 from route_monitor.cli.httpserver import MetricsServer
@@ -74,6 +74,7 @@ def add_arguments(op: argparse.ArgumentParser) -> None:
                          "(default: $POD_NAME; neither set: one replica, no Lease)")
     op.add_argument("--lease-namespace", metavar="NS",
                     help="namespace of the replicas' Leases (default: $POD_NAMESPACE, else route-monitor)")
+    location.add_flag(op, "the zone of the Node named by $NODE_NAME, else cluster")
     cliargs.canary_flag(op, "the kube-apiserver's /readyz ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT in a "
                             "pod, else the kubeconfig's server)")
     op.add_argument("--scrape-per-namespace", action="store_true",
@@ -107,7 +108,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
                             member=args.member_name or env.get("POD_NAME") or None,
                             scrape_per_namespace=args.scrape_per_namespace,
                             lease_namespace=args.lease_namespace or env.get("POD_NAMESPACE") or "route-monitor",
-                            prometheus=prometheus, slo_interval=slo_interval)
+                            prometheus=prometheus, slo_interval=slo_interval, location=args.location)
 
 
 def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, float]:
@@ -153,14 +154,17 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         if membership is not None:
             membership.set_blind(blind)
 
-    probe_metrics = ProbeMetrics(registry)
+    direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
+    if direct is None:
+        raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
+    where, how = await location.resolve(settings.location, os.environ.get("NODE_NAME"),
+                                        lambda path: direct.get(path, {}))
+    log.info("location: %s (%s)", where, how)
+    probe_metrics = ProbeMetrics(registry, location=where)
     prober = Prober(tls=tls)
     canary = None if settings.canary is None else Canary(settings.canary, prober=prober, on_blind=blind_changed)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, prober=prober, canary=canary)
-    direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
-    if direct is None:
-        raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
     kube = KubeWriter(client, operator_metrics, instance=settings.member, rest=direct)
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member)
@@ -174,7 +178,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
 
     membership = None if settings.member is None else Membership(
         kube=kube, metrics=operator_metrics, on_change=membership_changed,
-        settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace))
+        settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace, location=where))
     enqueue = supervisor.enqueue
 
     def references_changed(keys: set[tuple[str, str]]) -> None:

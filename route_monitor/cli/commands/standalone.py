@@ -12,6 +12,8 @@ beside ``/metrics``. On a reload, a monitor whose manifest became invalid keeps 
 error is printed); one removed from the files stops. With a canary (``--canary-url``, or the
 kube-apiserver when run in a pod) a network failure while the canary is unreachable too is
 excluded as ``blind`` and ``route_monitor_prober_blind`` says so (:mod:`route_monitor.probe.canary`).
+With ``--location`` it is a remote vantage: every series carries that ``location``, and a
+Prometheus that federates or receives them runs the monitor's quorum rules over it too.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from alert_rules import durations
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
 from route_monitor import logs
-from route_monitor.cli import cliargs
+from route_monitor.cli import cliargs, location
 from route_monitor.cli.canaryflag import CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.rules import path_settings
 from route_monitor.cli.httpserver import MetricsServer
@@ -70,6 +72,7 @@ def add_arguments(st: argparse.ArgumentParser) -> None:
     cliargs.tile_flag(st)
     cliargs.path_flags(st)
     cliargs.canary_flag(st, "the kube-apiserver's /readyz in a pod; outside a cluster, none")
+    location.add_flag(st, "none: the series carry no location label; give one to run a remote vantage")
     cliargs.log_flags(st)
 
 
@@ -85,13 +88,13 @@ class Standalone:
     def __init__(self, paths: list[str], *, metrics_address: tuple[str, int], rules_dir: str | None,
                  max_concurrency: int = 500, poll: float = RELOAD_POLL_SECONDS, options: Options | None = None,
                  tls: TLSContexts | None = None, canary: CanarySettings | None = None,
-                 path_alerting: PathAlerting | None = None) -> None:
+                 path_alerting: PathAlerting | None = None, location: str = "") -> None:
         self.paths = paths
         self.options = options or Options()
         shared = {PATH_RULES_FILE: with_header(to_yaml({"groups": path_rule_groups(path_alerting)}))}
         self.rules = RuleFiles(Path(rules_dir), fixed=shared) if rules_dir else None
         self.registry = CollectorRegistry()
-        metrics = ProbeMetrics(self.registry)
+        metrics = ProbeMetrics(self.registry, location=location)
         self.transitions = Transitions(log)
         prober = Prober(tls=tls)
         show_blind = blind_gauge(self.registry, socket.gethostname())
@@ -229,5 +232,5 @@ def run(args: argparse.Namespace) -> int:
         log.log(logging.WARNING if warning else logging.INFO, "%s", line)
     app = Standalone(list(args.paths), metrics_address=args.metrics_address, rules_dir=args.rules_dir,
                      max_concurrency=args.max_concurrency, options=options, tls=tls, canary=canary,
-                     path_alerting=path_settings(args))
+                     path_alerting=path_settings(args), location=args.location or "")
     return asyncio.run(app.main())

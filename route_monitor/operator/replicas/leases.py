@@ -34,6 +34,12 @@ class _Seen:
     """Local clock when ``renew`` last changed (or when the Lease was first seen)."""
     blind: bool = False
     """The Lease carries ``routemonitor.io/blind: "true"``."""
+    location: str = ""
+    """``routemonitor.io/location`` of the Lease (Contract 12; empty: the default location)."""
+
+
+def location_of(meta: Mapping[str, Any]) -> str:
+    return str((meta.get("annotations") or {}).get(names.ANN_LOCATION, ""))
 
 
 def is_blind(meta: Mapping[str, Any]) -> bool:
@@ -63,9 +69,10 @@ class LeaseTable:
         duration = float(spec.get("leaseDurationSeconds") or 0)
         old = self._seen.get(name)
         if old is not None and old.renew == renew and old.member == member:
-            old.duration, old.blind = duration, is_blind(meta)
+            old.duration, old.blind, old.location = duration, is_blind(meta), location_of(meta)
             return
-        self._seen[name] = _Seen(member, str(meta.get("uid") or ""), renew, duration, self._clock(), is_blind(meta))
+        self._seen[name] = _Seen(member, str(meta.get("uid") or ""), renew, duration, self._clock(), is_blind(meta),
+                                 location_of(meta))
 
     def remove(self, name: str) -> None:
         self._seen.pop(name, None)
@@ -87,6 +94,11 @@ class LeaseTable:
         """Live members whose Lease is marked blind (this replica's own as last seen on its Lease)."""
         live = self.live()
         return frozenset(s.member for s in self._seen.values() if s.blind and s.member in live)
+
+    def locations(self) -> tuple[tuple[str, str], ...]:
+        """(member, location) of the live members, sorted (a member not seen yet: no entry)."""
+        live = self.live()
+        return tuple(sorted((s.member, s.location) for s in self._seen.values() if s.member in live))
 
     def next_deadline(self) -> float | None:
         """The earliest local time at which a member now live expires (None: nothing to expire)."""

@@ -39,7 +39,7 @@ from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.replicas.leases import LeaseTable
 from route_monitor.operator.replicas.sharding import Shard
 
-log = logging.getLogger("route_monitor.operator.membership")  # the logger name in earlier versions' logs
+log = logging.getLogger("route_monitor.operator.replicas.membership")  # the logger name in earlier versions' logs
 SELECTOR = {names.LABEL_MEMBER: "true"}
 
 
@@ -55,6 +55,8 @@ class MembershipSettings:
     """``leaseDurationSeconds``: a replica not renewed for this long is taken for dead."""
     abandoned_after: float = 60.0
     """Seconds after expiry before another replica deletes a dead replica's Lease."""
+    location: str = ""
+    """Where this replica probes from (Contract 12), annotated on its Lease; empty: the default."""
 
     @property
     def lease_name(self) -> str:
@@ -89,7 +91,10 @@ class Membership:
                 "renewTime": micro_time(self._wall())}
 
     def _annotations(self) -> dict[str, str | None]:
-        return {names.ANN_BLIND: "true" if self._blind else None}
+        marks: dict[str, str | None] = {names.ANN_BLIND: "true" if self._blind else None}
+        if self.settings.location:
+            marks[names.ANN_LOCATION] = self.settings.location
+        return marks
 
     def set_blind(self, blind: bool) -> None:
         """Mark (or unmark) this replica's Lease as blind now, and with every renewal after."""
@@ -105,8 +110,9 @@ class Membership:
         s = self.settings
         spec = {**self._spec(), "acquireTime": micro_time(self._wall())}
         meta: dict[str, object] = {"name": s.lease_name, "namespace": s.namespace, "labels": dict(SELECTOR)}
-        if self._blind:
-            meta["annotations"] = {names.ANN_BLIND: "true"}
+        annotations = {k: v for k, v in self._annotations().items() if v is not None}
+        if annotations:
+            meta["annotations"] = annotations
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
         try:
             created = await self._kube.create_lease(lease)
@@ -144,11 +150,11 @@ class Membership:
                         s.duration)
 
     def _recompute(self) -> None:
-        live, blind = self._table.live(), self._table.blind()
+        live, blind, where = self._table.live(), self._table.blind(), self._table.locations()
         self._metrics.members.set(len(live))
-        if live == self.shard.members and blind == self.shard.blind:
+        if live == self.shard.members and blind == self.shard.blind and where == self.shard.locations:
             return
-        before, self.shard = self.shard, Shard(self.settings.member, live, blind)
+        before, self.shard = self.shard, Shard(self.settings.member, live, blind, where)
         log.info("live members: %s%s (were %s%s)", ", ".join(sorted(live)), _blind_note(blind),
                  ", ".join(sorted(before.members)), _blind_note(before.blind))
         self._on_change(before, self.shard)

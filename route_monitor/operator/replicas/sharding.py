@@ -55,6 +55,8 @@ class Shard:
     member: str
     members: frozenset[str]
     blind: frozenset[str] = frozenset()
+    locations: tuple[tuple[str, str], ...] = ()
+    """(member, location) as their Leases say (Contract 12); a member missing: the default location."""
 
     @property
     def owners(self) -> frozenset[str]:

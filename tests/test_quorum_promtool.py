@@ -1,0 +1,232 @@
+"""The quorum rules (``alert_rules.quorum``) under real promtool (``promtool test rules``).
+
+Each location's counters grow at a constant rate (10 probes a step, ``a`` of them failed), so its
+error ratio over any window is exactly ``a/10`` and the monitor's ratio under quorum ``q`` must
+be exactly the q-th largest of them. Covered:
+
+- k = 1, 2, 3, 5 locations and every q = 1..k: the quorum ratio is ``r(k - q + 1)``; the
+  reachability ratio is all failures over all probes; k = 1 gives the one ratio (today's number);
+- a location appearing, then disappearing: the ratio follows the locations reporting;
+- a blind location (its probes excluded, so no counted probe) drops out instead of counting;
+- a counter reset (a replica restarted) changes no ratio;
+- ``RouteMonitorPartiallyUnreachable{location}``: one of three locations failing under q = 2
+  opens one ticket naming it after its ``for:``; two failing (the quorum sees it) open none.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alert_rules import names
+from alert_rules.model import MonitorSLO, Objective
+from alert_rules.quorum import partially_unreachable, quorum_records
+from alert_rules.render import to_yaml
+from alert_rules.rules import rule_groups
+from tests.support import promtool
+
+pytestmark = pytest.mark.prometheus
+
+NS, MON, STEP, W = "shop", "web", "30s", "5m"
+FAILED_PER_STEP = [4, 0, 8, 2, 6]
+"""Failed probes of 10 per step at locations l0..l4: ratios 0.4, 0, 0.8, 0.2, 0.6."""
+QUORUM = names.error_ratio_record(W)
+REACH = names.reachability_record(W)
+
+
+def counters(location: str, parts: list[tuple[str, int]]) -> list[dict[str, str]]:
+    """promtool series of one location: ``parts`` of (``"5"`` failed per step | ``"."`` absent |
+    ``"="`` blind: flat counters | ``"0!"`` a reset to 0 then on at the previous rate, steps)."""
+    fail, total, ok_values, fail_values = 0, 0, [], []
+    rate = 0
+    for what, steps in parts:
+        for _ in range(steps):
+            if what == ".":
+                ok_values.append("_")
+                fail_values.append("_")
+                continue
+            if what == "reset":
+                fail, total = 0, 0
+            elif what != "=":
+                rate = int(what)
+                fail, total = fail + rate, total + 10
+            ok_values.append(str(total - fail))
+            fail_values.append(str(fail))
+    ident = f'namespace="{NS}",monitor="{MON}",location="{location}",pod="p-{location}"'
+    return [{"series": f'{names.PROBES_TOTAL}{{{ident},result="success"}}', "values": " ".join(ok_values)},
+            {"series": f'{names.PROBES_TOTAL}{{{ident},result="failure"}}', "values": " ".join(fail_values)}]
+
+
+def value(expr: str, minute: int, expected: float | None) -> dict[str, Any]:
+    samples = [] if expected is None else [{"labels": f'{expr}{{monitor="{MON}",namespace="{NS}"}}',
+                                            "value": expected}]
+    return {"expr": expr, "eval_time": f"{minute}m", "exp_samples": samples}
+
+
+def job(name: str, quorum: int, series: list[dict[str, str]], checks: list[dict[str, Any]],
+        alerts: list[dict[str, Any]] | None = None) -> promtool.Job:
+    rules = [*quorum_records(NS, MON, W, quorum), partially_unreachable(NS, MON, 30_000, quorum)]
+    test: dict[str, Any] = {"interval": STEP, "input_series": series, "promql_expr_test": checks}
+    if alerts:
+        test["alert_rule_test"] = alerts
+    groups = {"groups": [{"name": "quorum", "interval": STEP, "rules": rules}]}
+    return promtool.Job(name, to_yaml(groups), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
+                                                "tests": [test]})
+
+
+def kq_jobs() -> list[promtool.Job]:
+    jobs = []
+    for k in (1, 2, 3, 5):
+        series = [s for i in range(k) for s in counters(f"l{i}", [(str(FAILED_PER_STEP[i]), 40)])]
+        ratios = sorted((FAILED_PER_STEP[i] / 10 for i in range(k)), reverse=True)
+        reach = sum(FAILED_PER_STEP[:k]) / (10 * k)
+        for q in range(1, k + 1):
+            jobs.append(job(f"k={k} q={q}", q, series, [value(QUORUM, 10, ratios[q - 1]), value(REACH, 10, reach)]))
+    return jobs
+
+
+def churn_jobs() -> list[promtool.Job]:
+    # l0 fails 40%, l2 80% from the start; l4 (60%) appears at 10m and leaves (stale) at 25m
+    coming = [*counters("l0", [("4", 80)]), *counters("l2", [("8", 80)]),
+              *counters("l4", [(".", 20), ("6", 30), (".", 30)])]
+    appear = job("a location appearing and disappearing", 2, coming, [
+        value(QUORUM, 8, 0.4),    # k=2, q=2: the smaller
+        value(QUORUM, 20, 0.6),   # k=3, q=2: the middle one
+        value(QUORUM, 38, 0.4),   # gone again (its samples older than the window)
+    ])
+    # l1 turns blind at 10m (its probes excluded: counters flat), back at 25m
+    blind = [*counters("l0", [("8", 80)]), *counters("l1", [("6", 20), ("=", 30), ("6", 30)]),
+             *counters("l2", [("2", 80)])]
+    blinded = job("a blind location drops out instead of counting", 2, blind, [
+        value(QUORUM, 8, 0.6),    # 0.8, 0.6, 0.2: q=2 -> 0.6
+        value(QUORUM, 20, 0.2),   # l1 has no counted probe: 0.8, 0.2 -> 0.2
+        value(REACH, 20, 0.5),
+        value(QUORUM, 35, 0.6),
+    ])
+    # l0's replica restarts at 15m: its counters start again from 0
+    reset = [*counters("l0", [("4", 30), ("reset", 1), ("4", 49)]), *counters("l1", [("8", 80)])]
+    resets = job("a counter reset changes no ratio", 1, reset, [
+        value(QUORUM, 14, 0.8), value(QUORUM, 17, 0.8), value(REACH, 30, 0.6),
+    ])
+    return [appear, blinded, resets]
+
+
+def ticket(location: str) -> dict[str, Any]:
+    rule = partially_unreachable(NS, MON, 30_000, 2)
+    return {"exp_labels": {**rule["labels"], names.LABEL_LOCATION: location},
+            "exp_annotations": {k: v.replace("{{ $labels.namespace }}", NS).replace("{{ $labels.monitor }}", MON)
+                                .replace("{{ $labels.location }}", location) for k, v in rule["annotations"].items()}}
+
+
+def alert_jobs() -> list[promtool.Job]:
+    alert = names.ALERT_PARTIALLY_UNREACHABLE
+    one = [*counters("a", [("0", 20), ("10", 30), ("0", 30)]), *counters("b", [("0", 80)]),
+           *counters("c", [("0", 80)])]
+    partial = job("one of three failing: one ticket naming it", 2, one, [], [
+        {"alertname": alert, "eval_time": "12m", "exp_alerts": []},     # not yet its for:
+        {"alertname": alert, "eval_time": "20m", "exp_alerts": [ticket("a")]},
+        {"alertname": alert, "eval_time": "35m", "exp_alerts": []},
+    ])
+    two = [*counters("a", [("0", 20), ("10", 30), ("0", 30)]), *counters("b", [("0", 20), ("10", 30), ("0", 30)]),
+           *counters("c", [("0", 80)])]
+    quorate = job("two of three failing (the quorum): no ticket", 2, two, [value(QUORUM, 20, 1.0)], [
+        {"alertname": alert, "eval_time": f"{m}m", "exp_alerts": []} for m in (12, 20, 30)])
+    return [partial, quorate]
+
+
+JOBS = [*kq_jobs(), *churn_jobs(), *alert_jobs()]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
+    return promtool.run_many(JOBS, tmp_path_factory.mktemp("quorum"))
+
+
+@pytest.mark.parametrize("name", [j.name for j in JOBS])
+def test_quorum_scenario(results: dict[str, promtool.Result], name: str) -> None:
+    assert results[name].ok, results[name].output
+
+
+def test_the_rules_pass_promtool_check(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yml"
+    path.write_text(JOBS[0].rules)
+    assert promtool.check_rules(path).ok, promtool.check_rules(path).output
+
+
+# --- the generated rules of a monitor of three vantages (alert_rules.rules hooks quorum in) ------
+def generated(vantages: int, quorum: int) -> str:
+    slo = MonitorSLO(NS, MON, Objective(Decimal("99.9")), vantages=vantages, quorum=quorum)
+    return to_yaml({"groups": rule_groups(slo)})
+
+
+def generated_job(name: str, series: list[dict[str, str]], alerts: list[dict[str, Any]],
+                  exprs: list[dict[str, Any]] | None = None) -> promtool.Job:
+    test = {"interval": STEP, "input_series": series, "alert_rule_test": alerts, "promql_expr_test": exprs or []}
+    return promtool.Job(name, generated(3, 2), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
+                                               "tests": [test]})
+
+
+def pages(minute: int, pairs: list[str]) -> dict[str, Any]:
+    """The critical pairs (``1h``, ``6h``: their long window) firing at ``minute``, nothing else."""
+    expr = f'count by (long) (ALERTS{{alertname="{names.ALERT_ERROR_BUDGET_BURN}",severity="critical",' \
+           'alertstate="firing"})'
+    return {"expr": expr, "eval_time": f"{minute}m",
+            "exp_samples": [{"labels": f'{{long="{p}"}}', "value": 1} for p in pairs]}
+
+
+GENERATED = [
+    generated_job("generated: one of three locations failing pages nobody, spends nothing, opens the ticket", [
+        *counters("a", [("0", 20), ("10", 60)]), *counters("b", [("0", 80)]), *counters("c", [("0", 80)])], [
+        *({"alertname": names.ALERT_ERROR_BUDGET_BURN, "eval_time": f"{m}m", "exp_alerts": []} for m in (25, 30, 39)),
+        {"alertname": names.ALERT_PARTIALLY_UNREACHABLE, "eval_time": "35m", "exp_alerts": [ticket("a")]}],
+        [value(QUORUM, 35, 0.0), value(REACH, 35, 1 / 3)]),
+    generated_job("generated: two of three locations failing page", [
+        *counters("a", [("0", 20), ("10", 60)]), *counters("b", [("0", 20), ("10", 60)]),
+        *counters("c", [("0", 80)])], [
+        {"alertname": names.ALERT_PARTIALLY_UNREACHABLE, "eval_time": "30m", "exp_alerts": []}],
+        [pages(24, ["1h", "6h"]), value(QUORUM, 35, 1.0)]),
+]
+
+
+@pytest.mark.parametrize("job_", GENERATED, ids=[j.name for j in GENERATED])
+def test_generated_rules_of_three_vantages(tmp_path: Path, job_: promtool.Job) -> None:
+    result = promtool.run_test_rules(job_, tmp_path)
+    assert result.ok, result.output
+
+
+@pytest.mark.parametrize(("vantages", "quorum"), [(1, 1), (3, 2), (5, 1)])
+def test_generated_rules_pass_promtool_check(tmp_path: Path, vantages: int, quorum: int) -> None:
+    path = tmp_path / "rules.yml"
+    path.write_text(generated(vantages, quorum))
+    checked = promtool.check_rules(path)
+    assert checked.ok, checked.output
+
+
+def test_one_vantage_generates_todays_rules() -> None:
+    assert names.ALERT_PARTIALLY_UNREACHABLE not in generated(1, 1)
+    assert names.location_error_ratio_record(W) not in generated(1, 1)
+    assert names.location_error_ratio_record(W) in generated(3, 2)
+
+
+def test_upgrade_joins_series_without_and_with_location(tmp_path: Path) -> None:
+    """A monitor of one vantage across the upgrade: its series without ``location`` stop at 20m and
+    go on with ``location`` (a new pod of the new version, counters from 0): today's rules add them
+    up by (namespace, monitor), so its ratios and its tiles go on without a gap or a jump."""
+    old = counters("x", [("4", 40), (".", 40)])
+    for s in old:
+        s["series"] = s["series"].replace(',location="x",pod="p-x"', ',pod="old"')
+    new = counters("cluster", [(".", 40), ("4", 40)])
+    def near(record: str, minute: int) -> dict[str, Any]:
+        return {"expr": f"abs({record} - 0.4) < bool 1e-9", "eval_time": f"{minute}m",
+                "exp_samples": [{"labels": f'{{monitor="{MON}",namespace="{NS}"}}', "value": 1}]}
+    checks = [near(names.error_ratio_record("5m"), m) for m in (15, 30, 39)]
+    checks += [near(names.error_ratio_record("1h"), m) for m in (25, 39)]
+    checks += [near(names.error_ratio_record("30m"), 39)]  # summed from tiles across the swap
+    job_ = promtool.Job("upgrade", generated(1, 1), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
+                                                     "tests": [{"interval": STEP, "input_series": [*old, *new],
+                                                                "promql_expr_test": checks}]})
+    result = promtool.run_test_rules(job_, tmp_path)
+    assert result.ok, result.output
