@@ -86,8 +86,13 @@ class BodyRegex:
     async def search(self, text: str, deadline: float) -> bool:
         """Whether the pattern occurs in ``text``; :class:`MatchTimeout` when it has not
         finished by ``deadline`` (on the running loop's clock)."""
+        return await self.find(text, deadline) is not None
+
+    async def find(self, text: str, deadline: float) -> Any:
+        """The first match in ``text`` (a ``regex`` match object) or None; :class:`MatchTimeout`
+        when it has not finished by ``deadline`` (on the running loop's clock)."""
         try:
-            return self.compiled.search(text, timeout=INLINE_SLICE_S) is not None
+            return self.compiled.search(text, timeout=INLINE_SLICE_S)
         except TimeoutError:
             pass
         loop = asyncio.get_running_loop()
@@ -98,10 +103,9 @@ class BodyRegex:
             async with asyncio.timeout_at(deadline):
                 # the engine's timeout counts CPU time: the thread stops by then at the latest
                 search = functools.partial(self.compiled.search, text, timeout=budget, concurrent=True)
-                found = await loop.run_in_executor(_pool(), search)
+                return await loop.run_in_executor(_pool(), search)
         except TimeoutError:
             raise MatchTimeout(self.timeout_detail(len(text))) from None
-        return found is not None
 
     def timeout_detail(self, chars: int) -> str:
         return (f"bodyRegex /{self.pattern[:100]}/ did not finish matching {chars} characters within the "

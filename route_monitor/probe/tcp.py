@@ -59,8 +59,8 @@ async def _expect(stream: AnyStream, regex: BodyRegex, pending: bytes, progress:
             text = data.decode("latin-1")  # one character per byte: match offsets are byte offsets
             progress.matching = f"no match for /{regex.pattern[:100]}/ in {_shown(data)} before the deadline"
             try:
-                if await regex.search(text, progress.deadline - _MARGIN_S):
-                    found = regex.compiled.search(text)  # the span (a match known to finish)
+                found = await regex.find(text, progress.deadline - _MARGIN_S)
+                if found is not None:
                     progress.matching = ""
                     return data[found.end():], f"matched {_shown(data[found.start():found.end()])}"
             except MatchTimeout as e:
