@@ -106,15 +106,15 @@ CASES = [
                  id="misspelt-annotations"),
     pytest.param(route("routemonitor.io/slo: '99.9'").replace("kind: Route", "kind: Rout"),
                  ["m.yaml:2: error: Rout/shop/web: kind: Rout (route.openshift.io/v1) is not a kind route-monitor "
-                  "monitors; did you mean `Route`? monitors are made from RouteMonitor (routemonitor.io/v1alpha1), "
-                  "Route (route.openshift.io/v1), HTTPRoute (gateway.networking.k8s.io/v1), Ingress "
-                  "(networking.k8s.io/v1), Service (v1)"],
+                  "monitors; did you mean `Route`? it reads RouteMonitor (routemonitor.io/v1alpha1), "
+                  "Route (route.openshift.io/v1), HTTPRoute, GRPCRoute, TCPRoute (gateway.networking.k8s.io/v1), "
+                  "Ingress (networking.k8s.io/v1), Service (v1)"],
                  id="kind-rout"),
     pytest.param(spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9'}\n")
                  .replace("kind: RouteMonitor", "kind: Routemonitor"),
                  ["m.yaml:2: error: Routemonitor/web/shop: kind: Routemonitor (routemonitor.io/v1alpha1) is not a "
-                  "kind route-monitor monitors; did you mean `RouteMonitor`? monitors are made from RouteMonitor "
-                  "(routemonitor.io/v1alpha1), Route (route.openshift.io/v1), HTTPRoute "
+                  "kind route-monitor monitors; did you mean `RouteMonitor`? it reads RouteMonitor "
+                  "(routemonitor.io/v1alpha1), Route (route.openshift.io/v1), HTTPRoute, GRPCRoute, TCPRoute "
                   "(gateway.networking.k8s.io/v1), Ingress (networking.k8s.io/v1), Service (v1)"],
                  id="kind-routemonitor-lowercase-m"),
     pytest.param(spec("  target: {url: 'https://shop.example'}\n  slo: {availability: '99.9'}\n")

@@ -317,7 +317,7 @@ NEEDED = {
     *(("route.openshift.io", "routes", v) for v in ("get", "list", "watch")),
     *(("", "services", v) for v in ("get", "list", "watch")),
     *(("networking.k8s.io", "ingresses", v) for v in ("get", "list", "watch")),
-    *(("gateway.networking.k8s.io", r, v) for r in ("httproutes", "gateways") for v in ("get", "list", "watch")),
+    *(("gateway.networking.k8s.io", r, v) for r in ("httproutes", "grpcroutes", "tcproutes", "gateways") for v in ("get", "list", "watch")),
     *(("routemonitor.io", "routemonitors", v) for v in ("get", "list", "watch", "create", "update", "delete")),
     ("routemonitor.io", "routemonitors/status", "patch"),
     # get/list: whose rule is at a name (never written over a team's own); delete: only rules of

@@ -43,6 +43,7 @@ def missing_lines(op: Operator) -> dict[str, int]:
     text = op.log_path.read_text(errors="replace")
     counts = {kind: text.count(f"{kind} is not served by this cluster") for kind in (
         "Route (route.openshift.io/v1)", "HTTPRoute (gateway.networking.k8s.io/v1)",
+        "GRPCRoute (gateway.networking.k8s.io/v1)", "TCPRoute (gateway.networking.k8s.io/v1)",
         "Gateway (gateway.networking.k8s.io/v1)", "Ingress (networking.k8s.io/v1)")}
     return counts
 
@@ -62,6 +63,7 @@ def test_missing_apis_are_logged_once_and_services_and_ingresses_still_work(bare
     assert web["status"]["url"] == "http://web.example.com/healthz"
 
     expected = {"Route (route.openshift.io/v1)": 1, "HTTPRoute (gateway.networking.k8s.io/v1)": 1,
+                "GRPCRoute (gateway.networking.k8s.io/v1)": 1, "TCPRoute (gateway.networking.k8s.io/v1)": 1,
                 "Gateway (gateway.networking.k8s.io/v1)": 1, "Ingress (networking.k8s.io/v1)": 0}
     assert missing_lines(operator) == expected, operator.log(40)
     time.sleep(8)  # a retry loop would have logged again by now

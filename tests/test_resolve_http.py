@@ -6,7 +6,7 @@ the host), the HTTPRoute scheme and port (from the listener of a Gateway that ac
 sectionName, port, hostname), the path (annotation, else the first Exact/Prefix/PathPrefix path
 of the rule serving the host, else /), and every way resolution fails (NoAcceptedParent,
 GatewayNotFound, ListenerNotFound) with a message naming the object. Precedence among sources
-(Route > HTTPRoute > Ingress > Service) is the order of the one table, checked here too.
+(Route > HTTPRoute > GRPCRoute > TCPRoute > Ingress > Service) is the order of the one table, checked here too.
 """
 
 from __future__ import annotations
@@ -161,7 +161,8 @@ def test_gateway_refs_from_spec_and_status() -> None:
     assert gateway_refs(route) == (("infra", "edge"), ("infra", "b"))
 
 
-def test_precedence_is_route_httproute_ingress_service() -> None:
-    assert [s.kind_name for s in sources.SOURCES] == ["Route", "HTTPRoute", "Ingress", "Service"]
+def test_precedence_is_route_httproute_grpcroute_tcproute_ingress_service() -> None:
+    assert [s.kind_name for s in sources.SOURCES] == ["Route", "HTTPRoute", "GRPCRoute", "TCPRoute", "Ingress",
+                                                      "Service"]
     winner = sources.winner({"service", "ingress", "httproute"})
     assert winner is not None and winner.kind == "httproute"

@@ -83,7 +83,7 @@ def test_generated_from_ingress_and_httproute(items: list[tuple[str, dict[str, A
     pytest.param("ingress", ING, {names.ANN_HOST: "other.example.com"}, "HostNotFound",
                  "'other.example.com'", id="host-annotation-not-among-hosts"),
     pytest.param("route", ROUTE, {names.ANN_HOST: "web.example.com"}, "InvalidAnnotation",
-                 "only applies to Ingresses and HTTPRoutes", id="host-annotation-on-a-route"),
+                 "only applies to Ingresses, HTTPRoutes and GRPCRoutes", id="host-annotation-on-a-route"),
     pytest.param("ingress", ING, {names.ANN_PORT: "8080"}, "InvalidAnnotation", "only applies to Services",
                  id="port-annotation-on-an-ingress"),
 ])

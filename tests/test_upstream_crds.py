@@ -52,7 +52,8 @@ def test_adaptation_drops_exactly_the_three_constructs(name: str) -> None:
 
 def test_installed_crds_are_the_vendored_ones() -> None:
     installed = {p.name for p in CRD_FILES if p.parent == UPSTREAM_CRDS}
-    assert installed == {"gateway.networking.k8s.io_gateways.yaml", "gateway.networking.k8s.io_httproutes.yaml"}
+    assert installed == {"gateway.networking.k8s.io_gateways.yaml", "gateway.networking.k8s.io_httproutes.yaml",
+                         "gateway.networking.k8s.io_grpcroutes.yaml", "gateway.networking.k8s.io_tcproutes.yaml"}
 
 
 def schema(crd: dict[str, Any]) -> dict[str, Any]:

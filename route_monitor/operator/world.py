@@ -31,7 +31,8 @@ _META_UNREAD = frozenset({"managedFields", "selfLink"})
 """Metadata nothing reads (``selfLink``: up to Kubernetes 1.23, ~60 characters per object)."""
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _STATUS_IGNORED = ("service", "ingress", *DEPENDENCIES)
-"""Kinds whose status nothing reads (a Service's, an Ingress's load balancer, a Gateway's)."""
+"""Kinds whose status nothing reads (a Service's, an Ingress's load balancer, a Gateway's but for
+its ``addresses``: where a TCPRoute is reached)."""
 
 
 def trimmed(obj: Mapping[str, Any], kind: Kind, *, compact: bool = True) -> dict[str, Any]:
@@ -44,7 +45,9 @@ def trimmed(obj: Mapping[str, Any], kind: Kind, *, compact: bool = True) -> dict
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _META_UNREAD}
     out = {k: v for k, v in obj.items() if k != "metadata"}
     if kind in _STATUS_IGNORED:
-        out.pop("status", None)
+        status = out.pop("status", None)
+        if kind == "gateway" and isinstance(status, Mapping) and status.get("addresses"):
+            out["status"] = {"addresses": status["addresses"]}
     if kind != "routemonitor" and _LAST_APPLIED in (meta.get("annotations") or {}):
         # a copy of the whole object (kubectl apply) that nothing reads; a RouteMonitor's
         # annotations are kept whole (a replacement of a generated one keeps others' annotations)

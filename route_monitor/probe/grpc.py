@@ -2,9 +2,9 @@
 judged as the kubelet's gRPC probe and ``grpc-health-probe`` judge it.
 
 The connection is :func:`~route_monitor.probe.net.connect.open_stream`'s (so DNS, connect and TLS
-fail as an HTTP probe's do); HTTP/2 framing is ``h2``'s (sans-IO), one stream per probe, no
-grpcio channel (its C core keeps threads, pools and a connection per channel: a channel per
-monitor would cost far more than a probe).
+fail as an HTTP probe's do); the HTTP/2 exchange is framed by hand (:mod:`h2frames`: one stream
+per probe, header blocks decoded by ``hpack``), no grpcio channel (its C core keeps threads,
+pools and a connection per channel: a channel per monitor would cost far more than a probe).
 
 - ``SERVING``: success;
 - ``NOT_SERVING``, ``UNKNOWN``, ``SERVICE_UNKNOWN``: ``grpc_not_serving``;
@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import h2.config
-import h2.connection
-import h2.events
-import h2.exceptions
+import hpack
 
 from route_monitor import __version__
+from route_monitor.probe import h2frames
 from route_monitor.probe.net.connect import AnyStream
 from route_monitor.probe.reasons import ClosedWithoutResponse, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
@@ -37,7 +35,10 @@ GRPC_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEED
               "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
               "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")
 MAX_MESSAGE = 4096
-_CONFIG = h2.config.H2Configuration(client_side=True, header_encoding=None, validate_inbound_headers=False)
+
+
+def _code(raw: bytes) -> int:
+    return int.from_bytes(raw, "big") if len(raw) == 4 else -1
 
 
 def _varint(n: int) -> bytes:
@@ -102,13 +103,8 @@ def request_headers(authority: str, tls: bool, metadata: Sequence[tuple[bytes, b
 
 async def check(stream: AnyStream, headers: list[tuple[bytes, bytes]], message: bytes) -> str:
     """One Health/Check on ``stream``; the detail of a success, else :class:`ProbeFailure`."""
-    conn = h2.connection.H2Connection(config=_CONFIG)
-    conn.initiate_connection()
-    sid = conn.get_next_available_stream_id()
-    conn.send_headers(sid, headers)
-    conn.send_data(sid, message, end_stream=True)
-    await stream.write(conn.data_to_send())
-    answer = _Answer()
+    await stream.write(h2frames.request(headers, message))
+    frames, answer = h2frames.Frames(), _Answer()
     received = False
     while not answer.ended:
         data = await stream.read(65536)
@@ -117,38 +113,53 @@ async def check(stream: AnyStream, headers: list[tuple[bytes, bytes]], message: 
                 raise ClosedWithoutResponse("the server closed the connection without answering")
             raise ProtocolError("the server closed the connection before the gRPC answer ended")
         received = True
-        try:
-            events = conn.receive_data(data)
-        except h2.exceptions.ProtocolError as e:
-            raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
-        for event in events:
-            answer.take(event, conn)
-        out = conn.data_to_send()
-        if out:
-            await stream.write(out)
+        reply = b"".join(answer.take(kind, flags, sid, payload) for kind, flags, sid, payload in frames.feed(data))
+        if reply and not answer.ended:
+            await stream.write(reply)
     return answer.verdict()
 
 
 class _Answer:
+    """What stream 1 answered: its header fields (headers and trailers together) and its body."""
+
     def __init__(self) -> None:
         self.headers: dict[bytes, bytes] = {}
         self.body = b""
         self.ended = False
+        self._decoder = hpack.Decoder()
+        self._block = b""
+        self._ends_with_block = False
 
-    def take(self, event: h2.events.Event, conn: h2.connection.H2Connection) -> None:
-        if isinstance(event, h2.events.ResponseReceived | h2.events.TrailersReceived):
-            self.headers.update((bytes(k), bytes(v)) for k, v in event.headers or ())
-        elif isinstance(event, h2.events.DataReceived):
-            self.body += event.data or b""
-            conn.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id or 1)
+    def take(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
+        """Take one frame; what to send back (SETTINGS and PING acknowledgements)."""
+        if kind == h2frames.SETTINGS:
+            return b"" if flags & h2frames.ACK else h2frames.SETTINGS_ACK
+        if kind == h2frames.PING:
+            return b"" if flags & h2frames.ACK else h2frames.frame(h2frames.PING, h2frames.ACK, 0, payload)
+        if kind == h2frames.GOAWAY and not self.ended:
+            raise ProtocolError(f"the server ended the connection (GOAWAY, HTTP/2 error {_code(payload[4:8])})")
+        if sid != 1:
+            return b""
+        if kind == h2frames.RST_STREAM:
+            raise ProtocolError(f"the server reset the stream (HTTP/2 error {_code(payload[:4])})")
+        if kind in (h2frames.HEADERS, h2frames.CONTINUATION):
+            self._block += payload
+            if kind == h2frames.HEADERS:
+                self._ends_with_block = bool(flags & h2frames.END_STREAM)
+            if flags & h2frames.END_HEADERS:
+                try:
+                    fields = self._decoder.decode(self._block, raw=True)
+                except hpack.HPACKError as e:
+                    raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
+                self.headers.update((bytes(k), bytes(v)) for k, v in fields)
+                self._block = b""
+                self.ended = self.ended or self._ends_with_block
+        elif kind == h2frames.DATA:
+            self.body += payload
             if len(self.body) > MAX_MESSAGE:
                 raise ProtocolError(f"a HealthCheckResponse of more than {MAX_MESSAGE} bytes")
-        elif isinstance(event, h2.events.StreamEnded):
-            self.ended = True
-        elif isinstance(event, h2.events.StreamReset):
-            raise ProtocolError(f"the server reset the stream (HTTP/2 error {event.error_code})")
-        elif isinstance(event, h2.events.ConnectionTerminated) and not self.ended:
-            raise ProtocolError(f"the server ended the connection (GOAWAY, HTTP/2 error {event.error_code})")
+            self.ended = self.ended or bool(flags & h2frames.END_STREAM)
+        return b""
 
     def verdict(self) -> str:
         status = self.headers.get(b":status", b"")

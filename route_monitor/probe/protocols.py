@@ -49,7 +49,7 @@ class OtherProtocol:
     metadata: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)
     """gRPC: ``spec.probe.headers`` and the Authorization of ``spec.probe.auth``."""
     message: bytes = b""
-    """gRPC: the HealthCheckRequest, length-prefixed."""
+    """gRPC: the HealthCheckRequest, length-prefixed; DNS: the query (its id patched per probe)."""
 
     @property
     def tls(self) -> bool:
@@ -66,7 +66,8 @@ class OtherProtocol:
         metadata = tuple((k.lower().encode("ascii"), v.encode("utf-8")) for k, v in request.headers)
         if credentials is not None and credentials.authorization:
             metadata += ((b"authorization", credentials.authorization),)
-        message = grpc.request_message(p.grpc.service) if p.protocol is Protocol.GRPC else b""
+        message = (grpc.request_message(p.grpc.service) if p.protocol is Protocol.GRPC
+                   else dnsquery.query_wire(p.dns) if p.protocol is Protocol.DNS else b"")
         return cls(p, regexes, metadata, message)
 
     async def run(self, host: str, port: int, server_name: str, tls: ssl.SSLContext | None,
@@ -79,7 +80,8 @@ class OtherProtocol:
             if p.dns.server:
                 host, port = host_port(p.dns.server, 53)
             progress.mismatch = FailureReason.DNS_ANSWER_MISMATCH
-            return await dnsquery.query(host, port, p.dns, self.regexes[0] if self.regexes else None, progress)
+            return await dnsquery.query(host, port, p.dns, self.regexes[0] if self.regexes else None, progress,
+                                        self.message)
         stream = await open_stream(host, port, progress, tls=tls, server_hostname=server_name or None)
         try:
             if tls is not None:

@@ -86,6 +86,27 @@ class HTTPRouteRef:
 
 
 @dataclass(frozen=True)
+class GRPCRouteRef:
+    """A ``gateway.networking.k8s.io/v1`` GRPCRoute in the monitor's namespace (a gRPC health probe)."""
+
+    name: str
+    host: str = ""
+    """One of the GRPCRoute's hostnames; empty means its first non-wildcard hostname."""
+    kind: ClassVar[Literal["grpcroute"]] = "grpcroute"
+    field: ClassVar[str] = "grpcRoute"
+
+
+@dataclass(frozen=True)
+class TCPRouteRef:
+    """A ``gateway.networking.k8s.io/v1`` TCPRoute in the monitor's namespace (a TCP probe); it has
+    no hostnames: it is reached at the address of the Gateway that accepted it."""
+
+    name: str
+    kind: ClassVar[Literal["tcproute"]] = "tcproute"
+    field: ClassVar[str] = "tcpRoute"
+
+
+@dataclass(frozen=True)
 class UrlTarget:
     """An absolute URL (standalone always; the operator only with ``--allow-url-targets``)."""
 
@@ -94,13 +115,13 @@ class UrlTarget:
     field: ClassVar[str] = "url"
 
 
-SourceRef = RouteRef | ServiceRef | IngressRef | HTTPRouteRef
+SourceRef = RouteRef | ServiceRef | IngressRef | HTTPRouteRef | GRPCRouteRef | TCPRouteRef
 """A target that names an object in the monitor's namespace."""
 Target = SourceRef | UrlTarget
-TargetKind = Literal["route", "service", "ingress", "httproute", "url"]
-_REFS: tuple[type[RouteRef] | type[ServiceRef] | type[IngressRef] | type[HTTPRouteRef], ...] = (
-    RouteRef, ServiceRef, IngressRef, HTTPRouteRef)
-_REF_WHAT = {"route": "Route", "service": "Service", "ingress": "Ingress", "httproute": "HTTPRoute"}
+TargetKind = Literal["route", "service", "ingress", "httproute", "grpcroute", "tcproute", "url"]
+_REFS: tuple[type[SourceRef], ...] = (RouteRef, ServiceRef, IngressRef, HTTPRouteRef, GRPCRouteRef, TCPRouteRef)
+_REF_WHAT = {"route": "Route", "service": "Service", "ingress": "Ingress", "httproute": "HTTPRoute",
+             "grpcroute": "GRPCRoute", "tcproute": "TCPRoute"}
 TARGET_FIELDS = (*(r.field for r in _REFS), UrlTarget.field)
 """The keys of ``spec.target``, exactly one of which is set."""
 
@@ -180,8 +201,8 @@ def _target(value: object, field: str, c: Collect) -> Target:
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
         c.add(f"{field}.{key}.name", name, f"expected the name of a {_REF_WHAT[cls.kind]} in the same namespace")
         name = ""
-    if cls is RouteRef:
-        return RouteRef(name=name)
+    if cls is RouteRef or cls is TCPRouteRef:
+        return cls(name=name)
     if cls is ServiceRef:
         port = ref.get("port", "")
         scheme = ref.get("scheme", "")
@@ -195,7 +216,9 @@ def _target(value: object, field: str, c: Collect) -> Target:
     if not isinstance(host, str) or (host and not _HOSTNAME.match(host)):
         c.add(f"{field}.{key}.host", host, "expected a DNS name without wildcard, e.g. shop.example.com")
         host = ""
-    return IngressRef(name=name, host=host) if cls is IngressRef else HTTPRouteRef(name=name, host=host)
+    if cls is IngressRef or cls is HTTPRouteRef or cls is GRPCRouteRef:
+        return cls(name=name, host=host)
+    raise AssertionError(cls)
 
 
 _FALLBACK_OBJECTIVE = Objective(availability=Decimal("99.9"))

@@ -32,6 +32,7 @@ _FIELD_TO_ANNOTATION = {
     "spec.paused": names.ANN_PAUSED,
     "spec.target.ingress.host": names.ANN_HOST,
     "spec.target.httpRoute.host": names.ANN_HOST,
+    "spec.target.grpcRoute.host": names.ANN_HOST,
     "spec.paths": names.ANN_PATHS,
 }
 
@@ -86,8 +87,8 @@ def monitor_manifest(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
             ref["port"] = ann[names.ANN_PORT]
     if names.ANN_HOST in ann:
         if source.hosts is None:
-            errors.append(_ann_error(names.ANN_HOST, ann[names.ANN_HOST], "only applies to Ingresses and "
-                                     f"HTTPRoutes (a {source.kind_name} has one host)"))
+            errors.append(_ann_error(names.ANN_HOST, ann[names.ANN_HOST], "only applies to Ingresses, "
+                                     f"HTTPRoutes and GRPCRoutes (a {source.kind_name} has no choice of host)"))
         else:
             ref["host"] = ann[names.ANN_HOST]
     spec: dict[str, Any] = {"target": target, "slo": {"availability": ann[names.ANN_SLO]}}

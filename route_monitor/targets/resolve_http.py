@@ -79,7 +79,7 @@ def httproute_hosts(route: Mapping[str, Any]) -> list[str]:
     return [str(h) for h in (route.get("spec") or {}).get("hostnames") or []]
 
 
-def _gateway_key(ref: Mapping[str, Any], namespace: str) -> Key | None:
+def gateway_key(ref: Mapping[str, Any], namespace: str) -> Key | None:
     """The Gateway a parentRef names (None for other kinds of parents)."""
     if ref.get("group", GATEWAY_GROUP) != GATEWAY_GROUP or ref.get("kind", "Gateway") != "Gateway":
         return None
@@ -91,10 +91,10 @@ def gateway_refs(route: Mapping[str, Any]) -> tuple[Key, ...]:
     namespace, _ = _meta(route)
     refs = [*((route.get("spec") or {}).get("parentRefs") or []),
             *(p.get("parentRef") or {} for p in (route.get("status") or {}).get("parents") or [])]
-    return tuple(dict.fromkeys(k for r in refs if (k := _gateway_key(r, namespace)) is not None))
+    return tuple(dict.fromkeys(k for r in refs if (k := gateway_key(r, namespace)) is not None))
 
 
-def _accepted_parents(route: Mapping[str, Any], from_files: bool) -> list[Mapping[str, Any]]:
+def accepted_parents(route: Mapping[str, Any], from_files: bool) -> list[Mapping[str, Any]]:
     parents = (route.get("status") or {}).get("parents") or []
     if from_files and not parents:  # a manifest as written: no controller has said anything yet
         return list((route.get("spec") or {}).get("parentRefs") or [])
@@ -110,14 +110,18 @@ def _host_matches(listener_host: str, host: str) -> bool:
     return listener_host == host
 
 
-def _listener(gateway: Mapping[str, Any], ref: Mapping[str, Any], host: str) -> Mapping[str, Any] | None:
-    for listener in (gateway.get("spec") or {}).get("listeners") or []:
-        if ref.get("sectionName") and listener.get("name") != ref["sectionName"]:
+def listener(gateway: Mapping[str, Any], ref: Mapping[str, Any], host: str | None,
+             protocols: tuple[str, ...] = ("HTTP", "HTTPS")) -> Mapping[str, Any] | None:
+    """The Gateway's first listener the parentRef may attach to (its ``sectionName``/``port``), of
+    one of ``protocols``, whose hostname matches ``host`` (None: listeners without hostnames, TCP)."""
+    for candidate in (gateway.get("spec") or {}).get("listeners") or []:
+        if ref.get("sectionName") and candidate.get("name") != ref["sectionName"]:
             continue
-        if ref.get("port") and listener.get("port") != ref["port"]:
+        if ref.get("port") and candidate.get("port") != ref["port"]:
             continue
-        if listener.get("protocol") in ("HTTP", "HTTPS") and _host_matches(str(listener.get("hostname") or ""), host):
-            return dict(listener)
+        if candidate.get("protocol") in protocols and (
+                host is None or _host_matches(str(candidate.get("hostname") or ""), host)):
+            return dict(candidate)
     return None
 
 
@@ -130,14 +134,14 @@ def _httproute_path(route: Mapping[str, Any]) -> str:
     return "/"
 
 
-def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gateway: GatewayLookup, *,
-                      from_files: bool = False, missing: str | None = None) -> ResolvedTarget:
-    """``missing``: how a Gateway that is not known is told (files: not in the given files)."""
-    namespace, name = _meta(route)
-    what = f"HTTPRoute {namespace}/{name}"
-    chosen = pick_host(what, httproute_hosts(route), host)
-    parents = [(ref, key) for ref in _accepted_parents(route, from_files)
-               if (key := _gateway_key(ref, namespace)) is not None]
+def through_gateway(route: Mapping[str, Any], what: str, host: str | None, gateway: GatewayLookup, *,
+                    protocols: tuple[str, ...] = ("HTTP", "HTTPS"), from_files: bool = False,
+                    missing: str | None = None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(listener, Gateway) of the first parent Gateway that accepted ``route`` and has a listener of
+    one of ``protocols`` for ``host``; else :class:`TargetError` naming every parent's problem."""
+    namespace, _ = _meta(route)
+    parents = [(ref, key) for ref in accepted_parents(route, from_files)
+               if (key := gateway_key(ref, namespace)) is not None]
     if not parents:
         raise TargetError("NoAcceptedParent", f"{what} is not accepted by any parent Gateway yet (no status.parents[] "
                           "entry with condition Accepted=True)")
@@ -148,19 +152,34 @@ def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gat
             problems.append(("GatewayNotFound", f"Gateway {key[0]}/{key[1]} " + (
                 missing or "is not known (it does not exist, or its namespace is not watched)")))
             continue
-        listener = _listener(gw, ref, chosen)
-        if listener is None:
+        found = listener(gw, ref, host, protocols)
+        if found is None:
             section = f" sectionName {ref['sectionName']!r}" if ref.get("sectionName") else ""
             port = f" port {ref['port']}" if ref.get("port") else ""
-            problems.append(("ListenerNotFound", f"Gateway {key[0]}/{key[1]} has no HTTP or HTTPS listener"
-                             f"{section}{port} for host {chosen}"))
+            problems.append(("ListenerNotFound", f"Gateway {key[0]}/{key[1]} has no {' or '.join(protocols)} listener"
+                             f"{section}{port}" + (f" for host {host}" if host else "")))
             continue
-        scheme = "https" if listener["protocol"] == "HTTPS" else "http"
-        number = int(listener.get("port") or _DEFAULT_PORT[scheme])
-        authority = chosen if number == _DEFAULT_PORT[scheme] else f"{chosen}:{number}"
-        url = with_path(f"{scheme}://{authority}", path if path is not None else _httproute_path(route))
-        check_url_safe(url)
-        return ResolvedTarget(url=url, kind="httproute", name=name)
+        return found, gw
     reason = problems[0][0]
     raise TargetError(reason, f"{what}: " + "; ".join(message for _, message in problems),
                       missing=any(r == "GatewayNotFound" for r, _ in problems))
+
+
+def authority(host: str, port: int | None, scheme_default: int) -> str:
+    """``host`` or ``host:port`` (the port left out when it is the scheme's default)."""
+    number = int(port or scheme_default)
+    return host if number == scheme_default else f"{host}:{number}"
+
+
+def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gateway: GatewayLookup, *,
+                      from_files: bool = False, missing: str | None = None) -> ResolvedTarget:
+    """``missing``: how a Gateway that is not known is told (files: not in the given files)."""
+    namespace, name = _meta(route)
+    what = f"HTTPRoute {namespace}/{name}"
+    chosen = pick_host(what, httproute_hosts(route), host)
+    found, _ = through_gateway(route, what, chosen, gateway, from_files=from_files, missing=missing)
+    scheme = "https" if found["protocol"] == "HTTPS" else "http"
+    url = with_path(f"{scheme}://{authority(chosen, found.get('port'), _DEFAULT_PORT[scheme])}",
+                    path if path is not None else _httproute_path(route))
+    check_url_safe(url)
+    return ResolvedTarget(url=url, kind="httproute", name=name)

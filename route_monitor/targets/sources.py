@@ -15,11 +15,21 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from route_monitor.spec import paths as monitor_paths
-from route_monitor.spec.monitor import HTTPRouteRef, IngressRef, RouteRef, ServiceRef, SourceRef, Target, UrlTarget
-from route_monitor.targets import resolve, resolve_http, sources_fields
+from route_monitor.spec.monitor import (
+    GRPCRouteRef,
+    HTTPRouteRef,
+    IngressRef,
+    RouteRef,
+    ServiceRef,
+    SourceRef,
+    Target,
+    TCPRouteRef,
+    UrlTarget,
+)
+from route_monitor.targets import resolve, resolve_gateway, resolve_http, sources_fields
 from route_monitor.targets.resolve import ResolvedTarget, TargetError
 
-SourceKind = Literal["route", "httproute", "ingress", "service"]
+SourceKind = Literal["route", "httproute", "grpcroute", "tcproute", "ingress", "service"]
 Key = tuple[str, str]
 Ref = sources_fields.Ref
 Lookup = Callable[[str, Key], Mapping[str, Any] | None]
@@ -66,6 +76,18 @@ def _resolve_httproute(obj: Mapping[str, Any], target: SourceRef, path: str | No
                                           from_files=ctx.from_files, missing=ctx.missing if ctx.from_files else None)
 
 
+def _resolve_grpcroute(obj: Mapping[str, Any], target: SourceRef, _: str | None, ctx: Context) -> ResolvedTarget:
+    assert isinstance(target, GRPCRouteRef)
+    return resolve_gateway.resolve_grpcroute(obj, target.host, lambda key: _checked(ctx, "gateway", key),
+                                             from_files=ctx.from_files, missing=ctx.missing if ctx.from_files else None)
+
+
+def _resolve_tcproute(obj: Mapping[str, Any], target: SourceRef, _: str | None, ctx: Context) -> ResolvedTarget:
+    assert isinstance(target, TCPRouteRef)
+    return resolve_gateway.resolve_tcproute(obj, lambda key: _checked(ctx, "gateway", key),
+                                            from_files=ctx.from_files, missing=ctx.missing if ctx.from_files else None)
+
+
 def _checked(ctx: Context, kind: str, key: Key) -> Mapping[str, Any] | None:
     """The object, once its fields that resolution reads have the right shape
     (:class:`~route_monitor.targets.sources_fields.InvalidSource` names those that have not)."""
@@ -75,9 +97,14 @@ def _checked(ctx: Context, kind: str, key: Key) -> Mapping[str, Any] | None:
     return obj
 
 
-def _gateways(obj: Mapping[str, Any]) -> tuple[Ref, ...]:
+def _gateways_of(kind: str) -> Callable[[Mapping[str, Any]], tuple[Ref, ...]]:
+    """The Gateways a route of ``kind`` (HTTPRoute, GRPCRoute, TCPRoute) names."""
+    return lambda obj: _gateways(kind, obj)
+
+
+def _gateways(kind: str, obj: Mapping[str, Any]) -> tuple[Ref, ...]:
     try:
-        sources_fields.check("httproute", obj)
+        sources_fields.check(kind, obj)
     except sources_fields.InvalidSource:  # resolution reports it; nothing to follow meanwhile
         return ()
     return tuple(("gateway", *key) for key in resolve_http.gateway_refs(obj))
@@ -124,7 +151,13 @@ SOURCES: tuple[Source, ...] = (
     Source("route", "route.openshift.io/v1", "Route", "routes", RouteRef, _resolve_route,
            paths=lambda obj, _: monitor_paths.route_paths(obj)),
     Source("httproute", "gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes", HTTPRouteRef, _resolve_httproute,
-           depends=_gateways, reads=("gateway",), hosts=resolve_http.httproute_hosts,
+           depends=_gateways_of("httproute"), reads=("gateway",), hosts=resolve_http.httproute_hosts,
+           paths=lambda obj, _: monitor_paths.httproute_paths(obj)),
+    Source("grpcroute", "gateway.networking.k8s.io/v1", "GRPCRoute", "grpcroutes", GRPCRouteRef, _resolve_grpcroute,
+           depends=_gateways_of("grpcroute"), reads=("gateway",), hosts=resolve_gateway.grpcroute_hosts,
+           paths=lambda obj, _: monitor_paths.httproute_paths(obj)),
+    Source("tcproute", "gateway.networking.k8s.io/v1", "TCPRoute", "tcproutes", TCPRouteRef, _resolve_tcproute,
+           depends=_gateways_of("tcproute"), reads=("gateway",),
            paths=lambda obj, _: monitor_paths.httproute_paths(obj)),
     Source("ingress", "networking.k8s.io/v1", "Ingress", "ingresses", IngressRef, _resolve_ingress,
            hosts=resolve_http.ingress_hosts,

@@ -124,14 +124,34 @@ def _httproute(c: Collect, obj: Mapping[str, Any]) -> None:
         _conditions(c, parent, field)
 
 
+def _grpcroute(c: Collect, obj: Mapping[str, Any]) -> None:
+    _tcproute(c, obj)
+    for field, host in _items(c, _mapping(c, obj, "spec", ""), "hostnames", "spec."):
+        if not isinstance(host, str):
+            c.add(field, host, "expected a string")
+
+
+def _tcproute(c: Collect, obj: Mapping[str, Any]) -> None:
+    for field, ref in _mappings(c, _mapping(c, obj, "spec", ""), "parentRefs", "spec."):
+        _parent_ref(c, ref, field)
+    for field, parent in _mappings(c, _mapping(c, obj, "status", ""), "parents", "status."):
+        _parent_ref(c, _mapping(c, parent, "parentRef", field), field + "parentRef.")
+        _conditions(c, parent, field)
+
+
 def _gateway(c: Collect, obj: Mapping[str, Any]) -> None:
-    for field, listener in _mappings(c, _mapping(c, obj, "spec", ""), "listeners", "spec."):
+    spec = _mapping(c, obj, "spec", "")
+    for field, listener in _mappings(c, spec, "listeners", "spec."):
         _strings(c, listener, field, "name", "protocol", "hostname")
         _port(c, listener, "port", field)
+    for at, part in (("spec.", spec), ("status.", _mapping(c, obj, "status", ""))):
+        for field, address in _mappings(c, part, "addresses", at):
+            _strings(c, address, field, "type", "value")
 
 
 _SHAPES: dict[str, Callable[[Collect, Mapping[str, Any]], None]] = {
-    "route": _route, "service": _service, "ingress": _ingress, "httproute": _httproute, "gateway": _gateway}
+    "route": _route, "service": _service, "ingress": _ingress, "httproute": _httproute, "grpcroute": _grpcroute,
+    "tcproute": _tcproute, "gateway": _gateway}
 """kind (a source's, or ``gateway``) -> the check of the fields resolution reads."""
 
 

@@ -56,7 +56,11 @@ def meant_annotations(obj: Mapping[str, Any]) -> set[str]:
 
 
 def _read_list() -> str:
-    return ", ".join(f"{kind} ({api})" for kind, api in READ.items())
+    """``Route (route.openshift.io/v1), HTTPRoute, GRPCRoute (gateway.networking.k8s.io/v1), ...``:
+    kinds of one apiVersion in a row share it (the message stays within its bound)."""
+    items = list(READ.items())
+    return ", ".join(kind if i + 1 < len(items) and items[i + 1][1] == api else f"{kind} ({api})"
+                     for i, (kind, api) in enumerate(items))
 
 
 def kind_problem(obj: Mapping[str, Any]) -> FieldError | None:
@@ -72,7 +76,7 @@ def kind_problem(obj: Mapping[str, Any]) -> FieldError | None:
     near = unknownfields.suggestion(kind, READ)
     hint = f"did you mean `{near}`? " if near else ""
     return FieldError.of("kind", NOT_SHOWN, f"{kind or 'no kind'} ({api or 'no apiVersion'}) is not a kind "
-                         f"route-monitor monitors; {hint}monitors are made from {_read_list()}", near)
+                         f"route-monitor monitors; {hint}it reads {_read_list()}", near)
 
 
 def ignored_annotations(obj: Mapping[str, Any]) -> list[FieldError]:

@@ -3,7 +3,7 @@
 Started once per test session on free loopback ports (``/work/shared/TESTING.md``), with:
 
 - the CRDs installed before the controller-manager starts (so its garbage collector knows them
-  from the start): ``crds/routemonitor.yaml``, the upstream Gateway and HTTPRoute CRDs vendored
+  from the start): ``crds/routemonitor.yaml``, the upstream Gateway, HTTPRoute, GRPCRoute and TCPRoute CRDs vendored
   in ``tests/crds/upstream/`` (adapted for apiserver 1.20 by ``upstream_crds.adapt``), and two
   stand-ins (``tests/crds/``): the Route (upstream's ``spec.host`` admits no port, and the tests'
   Routes point at loopback servers on free ports) and the PrometheusRule (stricter than upstream's
@@ -47,7 +47,9 @@ KUBE_BIN = CACHE / f"kubernetes-{KUBE_VERSION}"
 STAND_INS = ROOT / "tests" / "crds"
 CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", STAND_INS / "route.yaml", STAND_INS / "prometheusrule.yaml",
              UPSTREAM_CRDS / "gateway.networking.k8s.io_gateways.yaml",
-             UPSTREAM_CRDS / "gateway.networking.k8s.io_httproutes.yaml")
+             UPSTREAM_CRDS / "gateway.networking.k8s.io_httproutes.yaml",
+             UPSTREAM_CRDS / "gateway.networking.k8s.io_grpcroutes.yaml",
+             UPSTREAM_CRDS / "gateway.networking.k8s.io_tcproutes.yaml")
 BARE_CRD_FILES = (ROOT / "crds" / "routemonitor.yaml", STAND_INS / "prometheusrule.yaml")
 """A cluster without the Route and Gateway APIs (plain Kubernetes, no Gateway API installed)."""
 CLUSTER_ROLE_FILE = ROOT / "deploy" / "base" / "clusterrole.yaml"

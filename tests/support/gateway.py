@@ -1,4 +1,4 @@
-"""Ingresses, HTTPRoutes and Gateways for the operator tests, and their status written the way
+"""Ingresses, HTTPRoutes, GRPCRoutes, TCPRoutes and Gateways for the operator tests, and their status written the way
 the real controllers write it.
 
 Objects are created through the apiserver (the upstream Gateway API CRDs are installed by
@@ -21,6 +21,8 @@ from lightkube.types import PatchType
 GROUP = "gateway.networking.k8s.io"
 HTTPRoute = create_namespaced_resource(GROUP, "v1", "HTTPRoute", "httproutes")
 Gateway = create_namespaced_resource(GROUP, "v1", "Gateway", "gateways")
+GRPCRoute = create_namespaced_resource(GROUP, "v1", "GRPCRoute", "grpcroutes")
+TCPRoute = create_namespaced_resource(GROUP, "v1", "TCPRoute", "tcproutes")
 CONTROLLER = "example.net/gateway-controller"
 
 
@@ -54,6 +56,30 @@ def httproute(ns: str, name: str, hostnames: list[str], path: str, ann: dict[str
                             "backendRefs": [{"name": name, "port": 8080}]}]}})
 
 
+def grpcroute(ns: str, name: str, hostnames: list[str], ann: dict[str, str] | None = None,
+              parent: str = "edge", section: str = "web") -> Any:
+    return GRPCRoute.from_dict({
+        "apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute",
+        "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
+        "spec": {"parentRefs": [{"name": parent, "sectionName": section}], "hostnames": hostnames,
+                 "rules": [{"backendRefs": [{"name": name, "port": 50051}]}]}})
+
+
+def tcproute(ns: str, name: str, ann: dict[str, str] | None = None, parent: str = "edge",
+             section: str = "redis") -> Any:
+    return TCPRoute.from_dict({
+        "apiVersion": f"{GROUP}/v1", "kind": "TCPRoute",
+        "metadata": {"name": name, "namespace": ns, "annotations": ann or {}},
+        "spec": {"parentRefs": [{"name": parent, "sectionName": section}],
+                 "rules": [{"backendRefs": [{"name": name, "port": 6379}]}]}})
+
+
+def set_gateway_address(kube: Client, ns: str, name: str, address: str) -> None:
+    """What a gateway controller writes once its load balancer has an address."""
+    kube.patch(Gateway.Status, name, {"status": {"addresses": [{"type": "IPAddress", "value": address}]}},
+               namespace=ns, patch_type=PatchType.MERGE)
+
+
 def _condition(type_: str, ok: bool, reason: str, generation: int) -> dict[str, Any]:
     return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": f"{reason} by the test",
             "observedGeneration": generation,
@@ -61,9 +87,10 @@ def _condition(type_: str, ok: bool, reason: str, generation: int) -> dict[str, 
 
 
 def set_parent_status(kube: Client, ns: str, name: str, *, gateway_name: str = "edge", section: str = "web",
-                      accepted: bool = True) -> None:
-    """What a gateway controller writes once it has looked at the route's parentRef."""
-    route = kube.get(HTTPRoute, name, namespace=ns)
+                      accepted: bool = True, kind: Any = HTTPRoute) -> None:
+    """What a gateway controller writes once it has looked at the route's parentRef (``kind``:
+    :data:`HTTPRoute`, :data:`GRPCRoute` or :data:`TCPRoute`)."""
+    route = kube.get(kind, name, namespace=ns)
     generation = int(route.metadata.generation or 1)
     reason = "Accepted" if accepted else "NotAllowedByListeners"
     parent = {"parentRef": {"group": GROUP, "kind": "Gateway", "namespace": ns, "name": gateway_name,
@@ -71,4 +98,4 @@ def set_parent_status(kube: Client, ns: str, name: str, *, gateway_name: str = "
               "controllerName": CONTROLLER,
               "conditions": [_condition("Accepted", accepted, reason, generation),
                              _condition("ResolvedRefs", True, "ResolvedRefs", generation)]}
-    kube.patch(HTTPRoute.Status, name, {"status": {"parents": [parent]}}, namespace=ns, patch_type=PatchType.MERGE)
+    kube.patch(kind.Status, name, {"status": {"parents": [parent]}}, namespace=ns, patch_type=PatchType.MERGE)
