@@ -54,8 +54,8 @@ def test_grpcroute_url_and_protocol(ref: dict[str, Any], host: str, url: str, tl
     obj = route("GRPCRoute", parent(**ref), hostnames=("*.example.com", "shop.example.com", "b.example.com"))
     t = resolve_grpcroute(obj, host, {("infra", "edge"): edge()}.get)
     assert (t.url, t.kind, t.name) == (url, "grpcroute", "shop")
-    assert t.protocol is not None and t.protocol.protocol is Protocol.GRPC and t.protocol.grpc.tls is tls
-    assert t.protocol_reason.startswith("grpc, from the GRPCRoute's Gateway listener")
+    assert t.protocol is not None and t.protocol[0].protocol is Protocol.GRPC and t.protocol[0].grpc.tls is tls
+    assert t.protocol[1].startswith("grpc, from the GRPCRoute's Gateway listener")
 
 
 @pytest.mark.parametrize(("obj", "reason", "says"), [
@@ -82,7 +82,7 @@ def test_grpcroute_errors(obj: dict[str, Any], reason: str, says: str) -> None:
 def test_tcproute_url_and_protocol(gw: dict[str, Any], ref: dict[str, Any], url: str, tls: bool) -> None:
     t = resolve_tcproute(route("TCPRoute", parent(**ref)), {("infra", "edge"): gw}.get)
     assert (t.url, t.kind, t.name) == (url, "tcproute", "shop")
-    assert t.protocol is not None and t.protocol.protocol is Protocol.TCP and t.protocol.tcp.tls is tls
+    assert t.protocol is not None and t.protocol[0].protocol is Protocol.TCP and t.protocol[0].tcp.tls is tls
 
 
 @pytest.mark.parametrize(("obj", "gw", "reason", "says"), [
