@@ -55,7 +55,7 @@ def test_grpcroute_url_and_protocol(ref: dict[str, Any], host: str, url: str, tl
     t = resolve_grpcroute(obj, host, {("infra", "edge"): edge()}.get)
     assert (t.url, t.kind, t.name) == (url, "grpcroute", "shop")
     assert t.protocol is not None and t.protocol[0].protocol is Protocol.GRPC and t.protocol[0].grpc.tls is tls
-    assert t.protocol[1].startswith("grpc, from the GRPCRoute's Gateway listener")
+    assert t.protocol[1].startswith("from the GRPCRoute's Gateway listener")
 
 
 @pytest.mark.parametrize(("obj", "reason", "says"), [

@@ -47,7 +47,7 @@ def resolve_grpcroute(route: Mapping[str, Any], host: str, gateway: GatewayLooku
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="grpcroute", name=name,
                           protocol=(ProtocolSettings(protocol=Protocol.GRPC, grpc=GRPCSettings(tls=tls)),
-                                    f"grpc, from the GRPCRoute's Gateway listener {_listener_name(found)}"))
+                                    f"from the GRPCRoute's Gateway listener {_listener_name(found)}"))
 
 
 def _listener_name(listener: Mapping[str, Any]) -> str:
@@ -86,4 +86,4 @@ def resolve_tcproute(route: Mapping[str, Any], gateway: GatewayLookup, *, from_f
     check_url_safe(url)
     return ResolvedTarget(url=url, kind="tcproute", name=name,
                           protocol=(ProtocolSettings(protocol=Protocol.TCP, tcp=TCPSettings(tls=tls)),
-                                    f"tcp, from the TCPRoute's Gateway listener {_listener_name(found)}"))
+                                    f"from the TCPRoute's Gateway listener {_listener_name(found)}"))
