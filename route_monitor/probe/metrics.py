@@ -14,9 +14,14 @@ thresholds carry different ``le`` sets, which Prometheus handles per series.
 ``route_monitor_probe_failures_total`` series appear on a reason's first failure (pre-creating
 all eleven reasons per monitor would multiply series for no SLO benefit: the SLO uses
 ``route_monitor_probes_total``, whose ``success`` and ``failure`` series both exist at 0 from
-the moment a monitor is added). ``probe_success`` appears after the first probe, the
-certificate expiry after the first TLS handshake, and keeps its last value while the monitor's
-URL does not change (so the expiry alert does not resolve because the target went down).
+the moment a monitor is added), except ``dns_error`` of a monitor whose host is a name: the
+shared-path rules compare its increase with the failure counter's to tell a DNS outage from a
+router's, and a series born at its first failure shows a smaller increase than one that was at 0
+before, for a whole window (the DNS outage's monitors then counted, for a few evaluations at its
+start and end, as failing for something else: their router shard was seen down).
+``probe_success`` appears after the first probe, the certificate expiry after the first TLS
+handshake, and keeps its last value while the monitor's URL does not change (so the expiry
+alert does not resolve because the target went down).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from alert_rules import names
 from route_monitor import __version__
+from route_monitor.paths import DNS_CLUSTER, url_paths
 from route_monitor.probe import exposition
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
@@ -97,11 +103,11 @@ class MonitorSeries:
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...]) -> None:
         self.key = key
         self.ident = f'namespace="{exposition.escape(key[0])}",monitor="{exposition.escape(key[1])}"'
+        self.by_reason: dict[FailureReason, int] = {}
         self.set_info(info)
         self.hist = Hist(bounds)
         self.success = 0
         self.failure = 0
-        self.by_reason: dict[FailureReason, int] = {}
         self.last_success: int | None = None
         self.cert_not_after: float | None = None
         self.excluded: dict[Exclusion, int] = {}
@@ -115,6 +121,8 @@ class MonitorSeries:
 
     def set_info(self, info: TargetInfo) -> None:
         self.info = info
+        if DNS_CLUSTER in url_paths(info.url):
+            self.by_reason.setdefault(FailureReason.DNS_ERROR, 0)
         self.info_labels = (f'url="{exposition.escape(info.url)}",kind="{exposition.escape(info.kind)}",'
                             f'name="{exposition.escape(info.name)}"')
 
