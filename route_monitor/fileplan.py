@@ -19,7 +19,7 @@ from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor import filecreds, manifestfindings, manifests, sources, urls
 from route_monitor.credentials import CredentialError
 from route_monitor.manifests import Manifest, ManifestError
-from route_monitor.paths import combine, url_paths
+from route_monitor.paths import combine, default_ingress_class, url_paths
 from route_monitor.protocolspec import url_for
 from route_monitor.resolve import ResolvedTarget, TargetError, resolve_url
 from route_monitor.sources_fields import InvalidSource
@@ -96,7 +96,8 @@ def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -
                 url = url_for(url, declared.protocol)
             return replace(declared, url=url, paths=combine(url_paths(url), spec.paths))
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
-                          missing="is not in the given files", from_files=True)
+                          missing="is not in the given files", from_files=True,
+                          default_ingress_class=default_ingress_class(found.objects.get("ingressclass", {}).values()))
     return sources.resolve_target(t, spec.namespace, spec.path, ctx, spec.paths)
 
 
