@@ -110,8 +110,9 @@ def prometheus_config(*, rules_dir: Path, targets: Sequence[str], alertmanager: 
 @contextmanager
 def run_prometheus(workdir: Path, *, targets: Sequence[str] = (), rules_dir: Path | None = None,
                    alertmanager: str | None = None, interval: str = "1s",
-                   flags: Sequence[str] = ()) -> Iterator[Prometheus]:
-    """``flags``: more command-line flags (e.g. ``--query.lookback-delta=10s``)."""
+                   flags: Sequence[str] = (), timeout: float = 30) -> Iterator[Prometheus]:
+    """``flags``: more command-line flags (e.g. ``--query.lookback-delta=10s``); ``timeout``: seconds
+    it may take to become ready (loading thousands of rule groups takes longer)."""
     workdir.mkdir(parents=True, exist_ok=True)
     rules_dir = rules_dir or workdir / "rules"
     rules_dir.mkdir(parents=True, exist_ok=True)
@@ -123,7 +124,7 @@ def run_prometheus(workdir: Path, *, targets: Sequence[str] = (), rules_dir: Pat
            f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle", "--web.enable-admin-api",
            "--rules.alert.resend-delay=1s", "--log.level=warn", *flags]
     url = f"http://127.0.0.1:{port}"
-    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready"):
+    with child(cmd, log=workdir / "prometheus.log", ready_url=f"{url}/-/ready", timeout=timeout):
         yield Prometheus(url=url, rules_dir=rules_dir)
 
 
