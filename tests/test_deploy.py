@@ -316,7 +316,7 @@ ROLE = load("clusterrole.yaml")
 NEEDED = {
     *(("route.openshift.io", "routes", v) for v in ("get", "list", "watch")),
     *(("", "services", v) for v in ("get", "list", "watch")),
-    *(("networking.k8s.io", "ingresses", v) for v in ("get", "list", "watch")),
+    *(("networking.k8s.io", r, v) for r in ("ingresses", "ingressclasses") for v in ("get", "list", "watch")),
     *(("gateway.networking.k8s.io", r, v) for r in ("httproutes", "grpcroutes", "tcproutes", "gateways") for v in ("get", "list", "watch")),
     *(("routemonitor.io", "routemonitors", v) for v in ("get", "list", "watch", "create", "update", "delete")),
     ("routemonitor.io", "routemonitors/status", "patch"),

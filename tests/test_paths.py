@@ -1,7 +1,8 @@
 """Paths (Contract 11): which shared components a monitor's target sits behind.
 
 Covers the pure derivation (``route_monitor.spec.paths``): a Route's admitting router shards, an
-Ingress's class (its own, the cluster default, the legacy annotation), an HTTPRoute's accepting
+Ingress's class (its own, the legacy annotation, the cluster default; from the files for
+``check``), an HTTPRoute's accepting
 Gateways, ``dns:cluster`` for host names but not IP addresses; declared paths from ``spec.paths``
 and ``routemonitor.io/paths`` (on a RouteMonitor or an annotated Route), every bad one reported at
 once; resolution through the sources table adds them to the resolved target; the probe engine's
@@ -11,6 +12,10 @@ SLI counters as they were.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,8 +58,9 @@ def ingress(cls: str | None = None, legacy: str | None = None) -> dict[str, Any]
 
 @pytest.mark.parametrize(("obj", "default", "want"), [
     pytest.param(ingress("nginx"), "haproxy", ["ingressclass:nginx"], id="own-class-wins"),
-    pytest.param(ingress(legacy="traefik"), "haproxy", ["ingressclass:haproxy"], id="cluster-default-before-legacy"),
-    pytest.param(ingress(legacy="traefik"), None, ["ingressclass:traefik"], id="legacy-annotation-last"),
+    pytest.param(ingress(legacy="traefik"), "haproxy", ["ingressclass:traefik"], id="legacy-annotation-before-default"),
+    pytest.param(ingress(), "haproxy", ["ingressclass:haproxy"], id="cluster-default-last"),
+    pytest.param(ingress(legacy="traefik"), None, ["ingressclass:traefik"], id="legacy-annotation"),
     pytest.param(ingress(), None, [], id="no-class-at-all"),
 ])
 def test_ingress_paths(obj: dict[str, Any], default: str | None, want: list[str]) -> None:
@@ -131,6 +137,28 @@ def test_resolution_adds_derived_and_declared_paths() -> None:
                                                                   "paths": ["cdn:fastly"]}})
     resolved = sources.resolve_target(spec.target, "ns", None, ctx, spec.paths)
     assert resolved.paths == ("cdn:fastly", "dns:cluster", "router:default")
+
+
+def test_check_reads_the_default_ingress_class_from_the_files(tmp_path: Path) -> None:
+    """An IngressClass marked default among the manifests is the class of an Ingress naming none."""
+    (tmp_path / "web.yaml").write_text(textwrap.dedent("""\
+        apiVersion: networking.k8s.io/v1
+        kind: IngressClass
+        metadata: {name: nginx, annotations: {ingressclass.kubernetes.io/is-default-class: "true"}}
+        spec: {controller: example.net/nginx}
+        ---
+        apiVersion: networking.k8s.io/v1
+        kind: Ingress
+        metadata: {name: shop, namespace: web, annotations: {routemonitor.io/slo: "99.9"}}
+        spec:
+          rules:
+          - host: shop.example.com
+            http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: shop, port: {number: 80}}}}]}
+        """))
+    run = subprocess.run([sys.executable, "-m", "route_monitor.cli.main", "check", str(tmp_path / "web.yaml")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "  paths: dns:cluster, ingressclass:nginx\n" in run.stdout, run.stdout
 
 
 def exposition(metrics: ProbeMetrics) -> list[str]:

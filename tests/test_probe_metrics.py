@@ -3,8 +3,9 @@
 Covers: ``le`` labels are ``names.le_label`` (what the generator queries) and match
 client_python's own float rendering; a duration equal to the threshold counts in the
 threshold's bucket (``le`` is inclusive); buckets are cumulative; the certificate expiry
-survives a failure without a handshake but not a URL change; removal drops every series; the
-fast exposition (``ProbeMetrics.exposition``) says exactly what client_python's rendering says.
+survives a failure without a handshake but not a URL change; a monitor whose host is a name
+has its ``dns_error`` failure series at 0 from the start (an IP address's has none until a
+failure); removal drops every series; the fast exposition (``ProbeMetrics.exposition``) says exactly what client_python's rendering says.
 """
 
 from __future__ import annotations
@@ -65,6 +66,23 @@ def test_certificate_expiry_survives_failures_but_not_a_url_change() -> None:
     metrics.add(KEY, TargetInfo("https://y/", "url", ""), None)
     assert registry.get_sample_value(names.TLS_CERT_EXPIRY, LABELS) is None
     assert registry.get_sample_value(names.PROBES_TOTAL, {**LABELS, "result": "failure"}) == 1
+
+
+def test_dns_error_series_exists_from_the_start_for_a_host_name() -> None:
+    """The shared-path rules compare its increase with the failure counter's: a series born at
+    its first failure would show less for a whole window."""
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    dns = {**LABELS, "reason": "dns_error"}
+    series = metrics.add(KEY, TargetInfo("http://127.0.0.1:8080/", "url", ""), None)
+    assert registry.get_sample_value(names.PROBE_FAILURES_TOTAL, dns) is None
+    series.set_info(TargetInfo("https://shop.example.com/", "url", ""))
+    assert registry.get_sample_value(names.PROBE_FAILURES_TOTAL, dns) == 0
+    assert registry.get_sample_value(names.PROBE_FAILURES_TOTAL, {**LABELS, "reason": "timeout"}) is None
+    series.record(failed(FailureReason.DNS_ERROR))
+    assert registry.get_sample_value(names.PROBE_FAILURES_TOTAL, dns) == 1
+    other = metrics.add(("ns", "n"), TargetInfo("http://svc.ns.svc:80/", "url", ""), None)
+    assert other.by_reason == {FailureReason.DNS_ERROR: 0}
 
 
 def test_remove_drops_every_series_of_the_monitor() -> None:

@@ -20,7 +20,7 @@ from route_monitor.files import filecreds, manifestfindings, manifests
 from route_monitor.files.manifests import Manifest, ManifestError
 from route_monitor.spec import urls
 from route_monitor.spec.monitor import MonitorSpec, ServiceRef, UrlTarget
-from route_monitor.spec.paths import combine, url_paths
+from route_monitor.spec.paths import combine, default_ingress_class, url_paths
 from route_monitor.spec.protocol import url_for
 from route_monitor.targets import sources
 from route_monitor.targets.credentials import CredentialError
@@ -88,7 +88,8 @@ def parse_service_urls(items: Iterable[str]) -> dict[Key, str]:
 def _resolve(spec: MonitorSpec, found: manifests.Collection, options: Options) -> ResolvedTarget:
     t = spec.target
     ctx = sources.Context(lookup=found.lookup, cluster_domain=options.cluster_domain,
-                          missing="is not in the given files", from_files=True)
+                          missing="is not in the given files", from_files=True,
+                          default_ingress_class=default_ingress_class(found.objects.get("ingressclass", {}).values()))
     if isinstance(t, ServiceRef) and found.lookup("service", (spec.namespace, t.name)) is not None:
         override = options.service_urls.get((spec.namespace, t.name))
         if override is not None:  # where the Service is reached from here, in the protocol its port declares

@@ -165,7 +165,8 @@ def resolve_target(spec: MonitorSpec, world: World, *, allow_url_targets: bool,
     if isinstance(spec.target, UrlTarget) and not allow_url_targets:
         return Unresolved("URLTargetsNotAllowed", "url targets are off: the operator runs without "
                           "--allow-url-targets; use a route or service target")
-    ctx = sources.Context(lookup=world.lookup, cluster_domain=cluster_domain)
+    ctx = sources.Context(lookup=world.lookup, cluster_domain=cluster_domain,
+                          default_ingress_class=world.default_ingress_class())
     try:
         return sources.resolve_target(spec.target, spec.namespace, spec.path, ctx, spec.paths)
     except resolve.TargetError as e:

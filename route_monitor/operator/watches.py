@@ -178,8 +178,7 @@ class KindWatch:
             for obj in page.get("items") or ():
                 obj.setdefault("apiVersion", self.api.api_version)
                 obj.setdefault("kind", self.api.kind_name)
-                meta = obj.get("metadata") or {}
-                listed.add((str(meta.get("namespace")), str(meta.get("name"))))
+                listed.add(sources.key_of(obj))
                 self._observe(kind, None, obj)
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
@@ -207,10 +206,12 @@ class KindWatch:
 
 def watch_all(rest: Rest, namespaces: Iterable[str], *, observe: Observe,
               known: Callable[[Kind], Iterable[Key]]) -> list[KindWatch]:
-    """One watch per kind the world holds."""
+    """One watch per kind the world holds; cluster-scoped ones (IngressClasses) cluster-wide, and
+    not at all when the operator is limited to some namespaces."""
     scopes = tuple(namespaces)
-    return [KindWatch(rest, api_of(kind), scopes, observe=observe, known=functools.partial(known, kind))
-            for kind in KINDS]
+    return [KindWatch(rest, api_of(kind), () if kind in sources.CLUSTER_SCOPED else scopes, observe=observe,
+                      known=functools.partial(known, kind))
+            for kind in KINDS if not (scopes and kind in sources.CLUSTER_SCOPED)]
 
 
 def _code(status: Mapping[str, Any]) -> int | None:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from route_monitor.operator import packed
+from route_monitor.spec.paths import default_ingress_class
 from route_monitor.targets.annotations import is_opted_in
-from route_monitor.targets.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, key_of
+from route_monitor.targets.sources import BY_KIND, DEPENDENCIES, SOURCES, Key, Ref, dependency_ref, key_of
 
 __all__ = ["KINDS", "Key", "Kind", "Ref", "World", "key_of", "target_ref", "trimmed"]
 
@@ -155,7 +156,7 @@ class World:
         if kind == "routemonitor":
             _reindex(self._targeting, key, target_ref(old) if old else None, target_ref(new) if new else None)
             return {key}
-        ref = (kind, *key)
+        ref = (kind, *key) if kind in BY_KIND else dependency_ref(kind, key)
         for dep in _depends(kind, old) ^ _depends(kind, new):
             _reindex(self._depending, ref, dep if dep in _depends(kind, old) else None,
                      dep if dep in _depends(kind, new) else None)
@@ -165,6 +166,10 @@ class World:
             keys.add((ns, name))
             keys.update(self._targeting.get((src_kind, ns, name), ()))
         return keys
+
+    def default_ingress_class(self) -> str | None:
+        """The cluster's default IngressClass, as watched (None: none, or not watched)."""
+        return default_ingress_class(packed.unpack(c) for c in self.objects["ingressclass"].values())
 
     def opted_in_keys(self) -> set[Key]:
         """Keys of annotated sources (their monitors may not exist yet)."""

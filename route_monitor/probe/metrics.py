@@ -14,11 +14,16 @@ thresholds carry different ``le`` sets, which Prometheus handles per series.
 ``route_monitor_probe_failures_total`` series appear on a reason's first failure (pre-creating
 all eleven reasons per monitor would multiply series for no SLO benefit: the SLO uses
 ``route_monitor_probes_total``, whose ``success`` and ``failure`` series both exist at 0 from
-the moment a monitor is added). ``probe_success`` appears after the first probe, the
-certificate expiry after the first TLS handshake, and keeps its last value while the monitor's
-URL does not change (so the expiry alert does not resolve because the target went down).
+the moment a monitor is added), except ``dns_error`` of a monitor whose host is a name: the
+shared-path rules compare its increase with the failure counter's to tell a DNS outage from a
+router's, and a series born at its first failure shows a smaller increase than one that was at 0
+before, for a whole window (the DNS outage's monitors then counted, for a few evaluations at its
+start and end, as failing for something else: their router shard was seen down).
+``probe_success`` appears after the first probe, the certificate expiry after the first TLS
+handshake, and keeps its last value while the monitor's URL does not change (so the expiry
+alert does not resolve because the target went down).
 
-Contract 12: every per-monitor series carries ``location`` (where this process probes from) when
+Every per-monitor series carries ``location`` (where this process probes from) when
 one is set; the rules aggregate ``by (namespace, monitor)``, so a series gaining the label (an
 upgrade) joins its monitor's sums like a series from a new pod, and the SLO history continues.
 """
@@ -40,6 +45,7 @@ from alert_rules import names
 from route_monitor import __version__
 from route_monitor.probe import exposition
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
+from route_monitor.spec.paths import DNS_CLUSTER, url_paths
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
@@ -103,11 +109,11 @@ class MonitorSeries:
         self.ident = f'namespace="{exposition.escape(key[0])}",monitor="{exposition.escape(key[1])}"'
         if location:
             self.ident += f',{names.LABEL_LOCATION}="{exposition.escape(location)}"'
+        self.by_reason: dict[FailureReason, int] = {}
         self.set_info(info)
         self.hist = Hist(bounds)
         self.success = 0
         self.failure = 0
-        self.by_reason: dict[FailureReason, int] = {}
         self.last_success: int | None = None
         self.cert_not_after: float | None = None
         self.excluded: dict[Exclusion, int] = {}
@@ -121,6 +127,8 @@ class MonitorSeries:
 
     def set_info(self, info: TargetInfo) -> None:
         self.info = info
+        if DNS_CLUSTER in url_paths(info.url):
+            self.by_reason.setdefault(FailureReason.DNS_ERROR, 0)
         self.info_labels = (f'url="{exposition.escape(info.url)}",kind="{exposition.escape(info.kind)}",'
                             f'name="{exposition.escape(info.name)}"')
 

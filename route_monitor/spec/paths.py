@@ -7,8 +7,12 @@ written ``kind:name``:
 
 - Route: ``router:<routerName>`` for each ``status.ingress[]`` entry whose ``Admitted``
   condition is True (OpenShift writes the IngressController's name there);
-- Ingress: ``ingressclass:<name>`` from ``spec.ingressClassName``, else the cluster's default
-  IngressClass, else the legacy ``kubernetes.io/ingress.class`` annotation;
+- Ingress: ``ingressclass:<name>`` from ``spec.ingressClassName``, else the legacy
+  ``kubernetes.io/ingress.class`` annotation, else the cluster's default IngressClass (the API
+  server gives a new Ingress without either the default class's name; one created before there
+  was a default, or with the admission plugin off, is served by the default class's controller;
+  an annotated one is not: the admission plugin leaves it alone and controllers honour the
+  annotation);
 - HTTPRoute: ``gateway:<namespace>/<name>`` for each parent Gateway that accepted it;
 - any target given by host name (not an IP address): ``dns:cluster`` (the prober's resolver);
 - plus what the user declares for what the operator cannot see (``spec.paths``,
@@ -72,11 +76,15 @@ def default_ingress_class(classes: Iterable[Mapping[str, Any]]) -> str | None:
     return next((d for d in defaults if d), None)
 
 
-def ingress_paths(ingress: Mapping[str, Any], default_class: str | None = None) -> list[str]:
-    """``ingressclass:<name>``: the class the Ingress asks for, else the default one, else the legacy annotation."""
-    name = (ingress.get("spec") or {}).get("ingressClassName") or default_class or (
+def own_ingress_class(ingress: Mapping[str, Any]) -> object:
+    """The class an Ingress names itself (``spec.ingressClassName``, else the legacy annotation), or None."""
+    return (ingress.get("spec") or {}).get("ingressClassName") or (
         ((ingress.get("metadata") or {}).get("annotations") or {}).get(LEGACY_INGRESS_CLASS))
-    path = _clean("ingressclass", name)
+
+
+def ingress_paths(ingress: Mapping[str, Any], default_class: str | None = None) -> list[str]:
+    """``ingressclass:<name>``: the class the Ingress names, else the cluster's default one."""
+    path = _clean("ingressclass", own_ingress_class(ingress) or default_class)
     return [path] if path else []
 
 

@@ -114,6 +114,15 @@ def _no_dependencies(_: Mapping[str, Any]) -> tuple[Ref, ...]:
     return ()
 
 
+DEFAULT_INGRESS_CLASS: Ref = ("ingressclass", "", "")
+"""Whichever IngressClass is the cluster's default: what an Ingress naming no class reads (any
+IngressClass's change may make another one the default)."""
+
+
+def _default_class(obj: Mapping[str, Any]) -> tuple[Ref, ...]:
+    return () if monitor_paths.own_ingress_class(obj) else (DEFAULT_INGRESS_CLASS,)
+
+
 @dataclass(frozen=True)
 class Source:
     kind: SourceKind
@@ -160,15 +169,26 @@ SOURCES: tuple[Source, ...] = (
            depends=_gateways_of("tcproute"), reads=("gateway",),
            paths=lambda obj, _: monitor_paths.httproute_paths(obj)),
     Source("ingress", "networking.k8s.io/v1", "Ingress", "ingresses", IngressRef, _resolve_ingress,
-           hosts=resolve_http.ingress_hosts,
+           depends=_default_class, reads=("ingressclass",), hosts=resolve_http.ingress_hosts,
            paths=lambda obj, ctx: monitor_paths.ingress_paths(obj, ctx.default_ingress_class)),
     Source("service", "v1", "Service", "services", ServiceRef, _resolve_service),
 )
 """In precedence order: when objects of the same name are annotated, the first one wins."""
 BY_KIND: dict[str, Source] = {s.kind: s for s in SOURCES}
 BY_KIND_NAME: dict[str, Source] = {s.kind_name: s for s in SOURCES}
-DEPENDENCIES: dict[str, tuple[str, str, str]] = {"gateway": ("gateway.networking.k8s.io/v1", "Gateway", "gateways")}
+DEPENDENCIES: dict[str, tuple[str, str, str]] = {
+    "gateway": ("gateway.networking.k8s.io/v1", "Gateway", "gateways"),
+    "ingressclass": ("networking.k8s.io/v1", "IngressClass", "ingressclasses"),
+}
 """Kinds that are no source but that sources read: kind -> (apiVersion, Kind, plural)."""
+CLUSTER_SCOPED: frozenset[str] = frozenset({"ingressclass"})
+"""Kinds of :data:`DEPENDENCIES` without a namespace: watched cluster-wide (not at all by an
+operator limited to some namespaces: its Roles cannot grant them)."""
+
+
+def dependency_ref(kind: str, key: Key) -> Ref:
+    """What sources that read the dependency ``kind``/``key`` name in their ``depends``."""
+    return DEFAULT_INGRESS_CLASS if kind == "ingressclass" else (kind, *key)
 
 
 def kind_name(kind: str) -> str:

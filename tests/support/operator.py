@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +50,8 @@ class Operator:
     """Instead of the cluster's operator kubeconfig (e.g. one through a fault proxy)."""
     env: dict[str, str] = field(default_factory=dict)
     """Set in the process's environment, beside the test's own."""
+    launch: Callable[[list[str]], list[str]] | None = None
+    """Wraps the command line (e.g. ``dnsserver.private_resolver``: a resolver of the test's own)."""
 
     def start(self, timeout: float = 30) -> None:
         self.spawn()
@@ -59,9 +61,10 @@ class Operator:
         """Start the process without waiting for it to be ready."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig or self.cluster.operator_kubeconfig), **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        command = [str(VENV_BIN / "route-monitor"), "operator", "--metrics-address", f":{self.metrics_port}",
+                   "--health-port", str(self.health_port), *self.args]
         self.proc = subprocess.Popen(
-            [str(VENV_BIN / "route-monitor"), "operator", "--metrics-address", f":{self.metrics_port}",
-             "--health-port", str(self.health_port), *self.args],
+            self.launch(command) if self.launch else command,
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         log.close()
 
