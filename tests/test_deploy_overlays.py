@@ -132,8 +132,9 @@ def test_namespaced_overlay_grants_the_same_rules_only_in_the_listed_namespaces(
     flags, roles, bindings = watched(objects)
     assert flags and flags == roles == bindings, (flags, roles, bindings)
     [cluster_role] = [c for c in of_kind(render("base"), "ClusterRole") if c["metadata"]["name"] == "route-monitor"]
-    # IngressClasses are cluster-wide: a Role cannot grant them (the namespaced operator does not ask)
-    namespaced = [r for r in cluster_role["rules"] if r["resources"] != ["ingressclasses"]]
+    # IngressClasses and Nodes are cluster-wide: a Role cannot grant them (the namespaced operator
+    # does not ask for IngressClasses, and names its location with --location or is `cluster`)
+    namespaced = [r for r in cluster_role["rules"] if r["resources"] not in (["ingressclasses"], ["nodes"])]
     for role in of_kind(objects, "Role"):
         if role["metadata"]["name"] == "route-monitor":
             assert role["rules"] == namespaced
