@@ -11,6 +11,14 @@ sys.path.insert(0, str(ROOT))  # so ``tests.support`` imports without installing
 from tests.support import fuzzing  # noqa: E402, F401 - hypothesis profiles (ci by default, RM_HYPOTHESIS_PROFILE)
 from tests.support.cluster import cluster  # noqa: E402, F401 - the session-scoped control plane (cluster tests)
 from tests.support.operator import kube, target  # noqa: E402, F401 - an admin client, a loopback HTTP target
+from tests.support.schedule import (  # noqa: E402, F401 - parallel runs: longest modules first, durations recorded
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_xdist_make_scheduler,
+)
 
 
 def pytest_report_header() -> str:
