@@ -27,7 +27,7 @@ def test_modules_longest_first_unknown_modules_before_all_tests_of_a_module_in_o
                                        "tests/test_b.py::x", "tests/test_d.py::x", "tests/test_d.py::a"]
 
 
-def test_cpu_bound_modules_use_half_a_core_or_more() -> None:
+def test_cpu_bound_modules_need_50_cpu_seconds_or_more() -> None:
     assert cpu_bound(TABLE) == {"tests/test_a.py", "tests/test_c.py"}
 
 

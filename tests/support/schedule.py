@@ -18,7 +18,7 @@ costs them little.
   it holds back (an xdist worker keeps one test until it knows the next one), instead of
   xdist's default of queueing another module while two tests remain: a worker finishing a
   five-minute module must not already own the next long one while another worker is idle. It
-  skips a CPU-bound module (recorded CPU seconds at least half its wall time) while another
+  skips a CPU-bound module (at least ``CPU_BOUND`` recorded CPU seconds) while another
   worker runs one, unless nothing else is left;
 - ``RM_RECORD_DURATIONS=tests/durations.json bash scripts/test.sh`` rewrites the table from the
   run (per module: wall and CPU seconds of setup, call and teardown of every test, the CPU of
@@ -40,8 +40,10 @@ from xdist.scheduler import LoadFileScheduling
 from xdist.workermanage import WorkerController
 
 DURATIONS = Path(__file__).resolve().parent.parent / "durations.json"
-CPU_BOUND = 0.5
-"""A module using at least this many cores on average (CPU seconds / wall seconds) is CPU-bound."""
+CPU_BOUND = 50.0
+"""A module needing at least this many CPU seconds is CPU-bound: CPU seconds are what a module
+needs whatever the machine's load (contention stretches its wall time, not its CPU time), where
+a share of the wall time is not (a module starved on a loaded machine looks idle)."""
 
 _wall: defaultdict[str, float] = defaultdict(float)
 _cpu: defaultdict[str, float] = defaultdict(float)
@@ -64,7 +66,7 @@ def recorded() -> dict[str, tuple[float, float]]:
 
 
 def cpu_bound(table: dict[str, tuple[float, float]]) -> set[str]:
-    return {m for m, (wall, cpu) in table.items() if wall > 0 and cpu >= CPU_BOUND * wall}
+    return {m for m, (_, cpu) in table.items() if cpu >= CPU_BOUND}
 
 
 def longest_first(items: list[pytest.Item], table: dict[str, tuple[float, float]]) -> list[pytest.Item]:
