@@ -17,6 +17,14 @@ from tests.support.operator import (  # noqa: E402, F401 - an admin client, a mo
     operator,
     target,
 )
+from tests.support.schedule import (  # noqa: E402, F401 - parallel runs: longest modules first, durations recorded
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_xdist_make_scheduler,
+)
 
 
 def pytest_report_header() -> str:
