@@ -66,17 +66,6 @@ async def test_a_runaway_pattern_fails_its_probe_within_the_timeout(targets: ser
     assert elapsed < 1.0 + LATE
 
 
-def p99(registry: CollectorRegistry, name: str) -> float:
-    """The smallest bucket bound holding 99% of the observations."""
-    count = registry.get_sample_value(f"{name}_count")
-    assert count
-    for le in ("0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0"):
-        got = registry.get_sample_value(f"{name}_bucket", {"le": le})
-        if got is not None and got >= 0.99 * count:
-            return float(le)
-    return float("inf")
-
-
 def spec(name: str, url: str, body_regex: str | None = None) -> MonitorSpec:
     probe: dict[str, object] = {"interval": "1s", "timeout": "800ms", "warmup": "0s"}
     if body_regex is not None:
