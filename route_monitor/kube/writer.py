@@ -55,7 +55,7 @@ def requests_made() -> int:
     return _REQUESTS.get()
 
 
-class KubeWriter(LeaseRequests):
+class KubeWriter:
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
     def __init__(self, client: AsyncClient, metrics: OperatorMetrics, *, rest: Rest,
@@ -70,6 +70,8 @@ class KubeWriter(LeaseRequests):
         """Generated RouteMonitors, for :func:`~route_monitor.kube.apply.apply`."""
         self.rules = Kind(self.create_rule, self.get_rule, self.replace_rule)
         """PrometheusRules, for :func:`~route_monitor.kube.apply.apply`."""
+        self.leases = LeaseRequests(client, rest, count=self._count, delete=self._delete)
+        """The replicas' Leases."""
 
     def _count(self, verb: str, resource: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()

@@ -60,7 +60,9 @@ class Reconciler:
     def __init__(self, *, world: World, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
                  clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
-                 member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None) -> None:
+                 member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None,
+                 credentials: OperatorCredentials | None = None,
+                 slo_of: Callable[[Key], SloStatus | None] | None = None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
@@ -74,10 +76,16 @@ class Reconciler:
         """Hash of (spec, monitor uid) each monitor's rule was last synced from: an unchanged spec
         skips rendering the PrometheusRule (~0.4 ms) on every later reconcile."""
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
-        self.credentials: OperatorCredentials | None = None
+        self.credentials = credentials
         """Contract 8: reads and watches what monitors reference (None: nothing is referenced)."""
-        self.slo_of: Callable[[Key], SloStatus | None] | None = None
-        """Set when SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
+        self.slo_of = slo_of
+        """When SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
+
+    def record(self, result: ProbeResult) -> ProbeResult | None:
+        """Keep ``result`` as its monitor's latest (for the status); the one it follows, if any."""
+        before = self.results.get(result.key)
+        self.results[result.key] = result
+        return before
 
     async def reconcile(self, key: Key, *, result_only: bool = False) -> None:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
