@@ -73,7 +73,7 @@ class Leases:
 
 def member(script: list[str]) -> tuple[Membership, Leases]:
     kube = Leases(script)
-    m = Membership(kube=kube, metrics=OperatorMetrics(CollectorRegistry()),  # type: ignore[arg-type]
+    m = Membership(leases=kube, metrics=OperatorMetrics(CollectorRegistry()),  # type: ignore[arg-type]
                    settings=MembershipSettings(member="a", namespace="route-monitor"), on_change=lambda b, a: None)
     return m, kube
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from route_monitor.kube.apply import Kind
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
@@ -31,6 +32,16 @@ KEY = ("ns", "web")
 class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.monitors = Kind(self.create_monitor, self.get_monitor, self.replace_monitor)
+        self.rules = Kind(self.create_rule, self.get_rule, self.replace_rule)
+
+    async def get_monitor(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.calls.append(("get_monitor", name))
+        return None
+
+    async def get_rule(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.calls.append(("get_rule", name))
+        return None
 
     async def create_monitor(self, manifest: Any) -> dict[str, Any]:
         self.calls.append(("create_monitor", manifest["metadata"]["name"]))

@@ -162,8 +162,7 @@ def test_every_status_field_the_operator_writes_survives_the_api_server(cluster:
         world, slo = World(), {}
         reconciler = Reconciler(world=world, settings=settings, kube=KubeWriter(client, metrics, rest=direct),
                                 engine=RecordingEngine(), metrics=metrics, schedule=lambda key, delay: None,
-                                member="alpha")
-        reconciler.slo_of = slo.get
+                                member="alpha", slo_of=slo.get)
         key, seen = (NS, NAME), []
         try:
             for step in steps(time.time()):

@@ -1,9 +1,10 @@
-"""The Lease requests of the replicas (Contract 6), in the operator's own namespace: a part of
-:class:`~route_monitor.kube.writer.KubeWriter` (counted and sent as its other requests are)."""
+"""The Lease requests of the replicas (Contract 6), in the operator's own namespace: held by
+:class:`~route_monitor.kube.writer.KubeWriter` as ``kube.leases``, and counted and sent (a delete
+pinned to a uid) as its other requests are, through the two functions it hands over."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from lightkube import AsyncClient
@@ -13,14 +14,13 @@ from route_monitor.kube.rest import Rest, path
 
 
 class LeaseRequests:
-    _client: AsyncClient
-    _rest: Rest
-
-    def _count(self, verb: str, resource: str) -> None:
-        raise NotImplementedError
-
-    async def _delete(self, res: Any, resource: str, namespace: str, name: str, uid: str) -> None:
-        raise NotImplementedError
+    def __init__(self, client: AsyncClient, rest: Rest, *, count: Callable[[str, str], None],
+                 delete: Callable[[Any, str, str, str, str], Awaitable[None]]) -> None:
+        self._client, self._rest = client, rest
+        self._count = count
+        """``(verb, resource)``: one request, in ``route_monitor_kube_requests_total``."""
+        self._delete = delete
+        """``(resource type, plural, namespace, name, uid)``: a delete pinned to that uid."""
 
     async def create_lease(self, lease: Mapping[str, Any]) -> dict[str, Any]:
         self._count("create", "leases")

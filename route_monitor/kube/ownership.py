@@ -5,8 +5,8 @@ label (only the operator sets it) or an ownerReference to a RouteMonitor. Anythi
 the operator wants (a team's own PrometheusRule, a hand-written RouteMonitor) is *foreign*: it is
 never applied over, never deleted, and the monitor reports a ``NameConflict``.
 
-Pure functions over API objects (dicts); the writers in :mod:`route_monitor.operator.outputs.rulesync`
-and :mod:`route_monitor.operator.reconcile` decide what to do with the answers.
+Pure functions over API objects (dicts); :func:`route_monitor.kube.apply.apply`, the one way
+generated objects are written, decides with them.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from lightkube.types import CascadeType
 
 from alert_rules import names
 from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.apply import Kind
 from route_monitor.kube.leaseapi import LeaseRequests
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.rest import Rest, path
@@ -54,7 +55,7 @@ def requests_made() -> int:
     return _REQUESTS.get()
 
 
-class KubeWriter(LeaseRequests):
+class KubeWriter:
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
     def __init__(self, client: AsyncClient, metrics: OperatorMetrics, *, rest: Rest,
@@ -65,6 +66,12 @@ class KubeWriter(LeaseRequests):
         """The direct path (``kube/rest.py``) for the reads and writes each monitor costs."""
         self._metrics = metrics
         self._instance = instance or socket.gethostname()
+        self.monitors = Kind(self.create_monitor, self.get_monitor, self.replace_monitor)
+        """Generated RouteMonitors, for :func:`~route_monitor.kube.apply.apply`."""
+        self.rules = Kind(self.create_rule, self.get_rule, self.replace_rule)
+        """PrometheusRules, for :func:`~route_monitor.kube.apply.apply`."""
+        self.leases = LeaseRequests(client, rest, count=self._count, delete=self._delete)
+        """The replicas' Leases."""
 
     def _count(self, verb: str, resource: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource).inc()

@@ -84,12 +84,14 @@ def _annotation_message(e: InvalidSpec) -> str:
     return bounded(text, ANNOTATION_MESSAGE_MAX - len(end)) + end
 
 
-def _is_generated(monitor: Mapping[str, Any] | None) -> bool:
+def is_generated(monitor: Mapping[str, Any] | None) -> bool:
+    """Made by the operator from annotations (the only RouteMonitors it writes over or deletes)."""
     labels = (monitor or {}).get("metadata", {}).get("labels") or {}
     return names.LABEL_GENERATED_FROM in labels
 
 
-def _same(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+def same_monitor(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """``existing`` already says what the generated ``desired`` says: no write needed."""
     em, dm = existing.get("metadata") or {}, desired["metadata"]
     e_labels = em.get("labels") or {}
     return (existing.get("spec") == desired["spec"]
@@ -117,10 +119,10 @@ def plan_generated(world: World, key: Key) -> Generated:
                 for kind, obj in opted_in.items() if winner is not None and kind != winner.kind]
     for kind, obj in found.items():
         warnings += unknown_annotations(kind, obj)
-    if existing is not None and not _is_generated(existing):
+    if existing is not None and not is_generated(existing):
         warnings += unknown_annotations("routemonitor", existing)
     if winner is None:
-        if existing is not None and _is_generated(existing) and _source_seen_without_annotation(world, key, existing):
+        if existing is not None and is_generated(existing) and _source_seen_without_annotation(world, key, existing):
             return Generated("delete", warnings=tuple(warnings))
         return Generated("none", warnings=tuple(warnings))
     kind, source = winner.kind, opted_in[winner.kind]
@@ -130,7 +132,7 @@ def plan_generated(world: World, key: Key) -> Generated:
         warnings.append(WarningEvent(reference(kind, source), "InvalidAnnotation", _annotation_message(e)))
         return Generated("none", warnings=tuple(warnings))
     manifest["metadata"]["ownerReferences"] = [owner_reference(kind, source)]
-    if existing is not None and not _is_generated(existing):
+    if existing is not None and not is_generated(existing):
         warnings.append(WarningEvent(reference(kind, source), "RouteMonitorExists",
                                 f"RouteMonitor {key[0]}/{key[1]} was not generated from annotations; "
                                 "it is left as it is and the annotations are ignored"))
@@ -143,7 +145,7 @@ def plan_generated(world: World, key: Key) -> Generated:
         warnings.append(WarningEvent(reference(kind, source), problem.reason, f"{problem.message}; no monitor "
                                      "change was made"))
         return Generated("none", warnings=tuple(warnings))
-    if existing is not None and _same(existing, manifest):
+    if existing is not None and same_monitor(existing, manifest):
         return Generated("none", manifest, tuple(warnings))
     return Generated("apply", manifest, tuple(warnings))
 
@@ -190,7 +192,7 @@ def rule_object(spec: MonitorSpec, monitor: Mapping[str, Any], defaults: RuleDef
 def findings(spec: MonitorSpec, monitor: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The generator's findings on the objective as (errors, warnings), each ``field: message``;
     for a monitor generated from annotations the field is the annotation the user wrote."""
-    generated = _is_generated(monitor)
+    generated = is_generated(monitor)
     errors: list[str] = []
     warnings: list[str] = []
     for f in alert_rules.findings(spec.slo()):

@@ -23,6 +23,7 @@ from alert_rules import names
 from alert_rules.model import InvalidSpec
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.apply import Applied, Outcome, apply
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator import exclusion, locationstatus, plan, status
@@ -63,7 +64,9 @@ class Reconciler:
                  metrics: OperatorMetrics, schedule: Callable[[Key, float], None],
                  clock: Callable[[], float] = time.time, owns: Callable[[Key], bool] = lambda _: True,
                  member: str | None = None, unschedule: Callable[[Key], None] = lambda _: None,
-                 placed: Callable[[Key, int], Placed] | None = None) -> None:
+                 placed: Callable[[Key, int], Placed] | None = None,
+                 credentials: OperatorCredentials | None = None,
+                 slo_of: Callable[[Key], SloStatus | None] | None = None) -> None:
         self.world, self.settings, self.kube, self.engine = world, settings, kube, engine
         self.metrics, self._clock = metrics, clock
         self._owns, self._member = owns, member
@@ -82,10 +85,16 @@ class Reconciler:
         """Hash of (spec, monitor uid) each monitor's rule was last synced from: an unchanged spec
         skips rendering the PrometheusRule (~0.4 ms) on every later reconcile."""
         self._warned: dict[Key, set[plan.WarningEvent]] = {}
-        self.credentials: OperatorCredentials | None = None
+        self.credentials = credentials
         """Contract 8: reads and watches what monitors reference (None: nothing is referenced)."""
-        self.slo_of: Callable[[Key], SloStatus | None] | None = None
-        """Set when SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
+        self.slo_of = slo_of
+        """When SLOs are read from Prometheus (``operator.slo_loop``): a monitor's last read."""
+
+    def record(self, result: ProbeResult) -> ProbeResult | None:
+        """Keep ``result`` as its monitor's latest (for the status); the one it follows, if any."""
+        before = self.results.get(result.key)
+        self.results[result.key] = result
+        return before
 
     async def reconcile(self, key: Key, *, result_only: bool = False) -> None:
         """Only the replica that owns ``key`` acts on it (generated monitor, rules, probing, status,
@@ -208,20 +217,19 @@ class Reconciler:
         was down, a retried write that had gone through, someone else's): read it afresh and plan
         again, once, instead of waiting for a watch event that may not come or change nothing."""
         for fresh in (False, True):
-            try:
-                await self._apply_generated(key)
+            done = await self._apply_generated(key)
+            if done is None or done.outcome in (Outcome.CREATED, Outcome.REPLACED, Outcome.UNCHANGED):
                 return
-            except Exception as e:
-                if status_code(e) != 409:
-                    raise
-                if fresh:
-                    raise RetryLater(f"RouteMonitor {key[0]}/{key[1]} changed again while being updated; "
-                                     "trying again") from None
-            current = await self.kube.get_monitor(*key)
+            if fresh:
+                raise RetryLater(f"RouteMonitor {key[0]}/{key[1]} changed again while being updated; "
+                                 "trying again") from None
+            # foreign (as read) or gone: known already; changed: read it
+            current = await self.kube.get_monitor(*key) if done.outcome is Outcome.CHANGED else done.stored
             self.world.observe("routemonitor", "MODIFIED" if current else "DELETED",
                                current or {"metadata": {"namespace": key[0], "name": key[1]}})
 
-    async def _apply_generated(self, key: Key) -> None:
+    async def _apply_generated(self, key: Key) -> Applied | None:
+        """What became of the write, None when there was none to make."""
         decision = plan.plan_generated(self.world, key)
         active = set(decision.warnings)
         for w in active - self._warned.get(key, set()):
@@ -234,17 +242,18 @@ class Reconciler:
         existing = self.world.monitors.get(key)
         if decision.action == "apply" and decision.manifest is not None:
             log.info("applying generated RouteMonitor %s/%s", *key)
-            if existing is None:  # a create never overwrites: 409 if anything holds the name
-                applied = await self.kube.create_monitor(decision.manifest)
-            else:  # ours (plan checked): replaces only that very object, at the version seen
-                body = ownership.replacement(existing, decision.manifest)
-                applied = await self.kube.replace_monitor(body, ownership.uid_of(existing),
-                                                          ownership.version_of(existing))
-            # go on with the monitor at once; its watch event will find nothing new
-            self.world.observe("routemonitor", "MODIFIED", applied)
-        elif decision.action == "delete" and existing is not None:
+            # none seen: a create (never overwrites); else that very object (plan checked it is
+            # generated), replaced at the version seen
+            done = await apply(self.kube.monitors, decision.manifest, found=existing, ours=plan.is_generated,
+                               same=plan.same_monitor, body=ownership.replacement)
+            if done.stored is not None and done.outcome is not Outcome.FOREIGN:
+                # go on with the monitor at once; its watch event will find nothing new
+                self.world.observe("routemonitor", "MODIFIED", done.stored)
+            return done
+        if decision.action == "delete" and existing is not None:
             log.info("deleting RouteMonitor %s/%s: its annotation was removed", *key)
             await self.kube.delete_monitor(key[0], key[1], ownership.uid_of(existing))
+        return None
 
     def _stop(self, key: Key) -> None:
         """No probing, no credential watch, nothing remembered of what was written for ``key``."""

@@ -70,10 +70,12 @@ class SloLoop:
     def __init__(self, *, api: Querier, monitors: Callable[[], Mapping[Key, Objective]],
                  on_change: Callable[[Key], None], registry: CollectorRegistry,
                  interval: float = DEFAULT_INTERVAL, owns: Callable[[Key], bool] = _always,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 states: dict[Key, slo_state.SloStatus] | None = None) -> None:
         self._api, self._monitors, self._on_change = api, monitors, on_change
         self._interval, self._owns, self._clock = interval, owns, clock
-        self.states: dict[Key, slo_state.SloStatus] = {}
+        self.states: dict[Key, slo_state.SloStatus] = {} if states is None else states
+        """Shared with the reconciler, which reads each monitor's last status for ``status.slo``."""
         self.read_errors = Counter(names.SLO_READ_ERRORS_TOTAL, "Passes reading SLOs from Prometheus that failed "
                                    "(last values kept, BudgetExhausted reason SLOUnknown)", registry=registry)
         registry.register(_BudgetCollector(self))
@@ -163,15 +165,16 @@ class Reader:
             await self._api.aclose()
 
 
-def start(settings: OperatorSettings, supervisor: Supervisor, registry: CollectorRegistry) -> Reader:
+def start(settings: OperatorSettings, supervisor: Supervisor, registry: CollectorRegistry,
+          states: dict[Key, slo_state.SloStatus]) -> Reader:
     """Wire the loop to the supervisor: only the monitors this replica owns (its shard, read at
-    every pass, so a monitor moving to another replica is left to it); nothing without
-    ``--prometheus-url``."""
+    every pass, so a monitor moving to another replica is left to it), their statuses kept in
+    ``states`` (which the supervisor's reconciler reads); nothing without ``--prometheus-url``."""
     if settings.prometheus is None:
         return Reader()
     api = PrometheusAPI(settings.prometheus)
     loop = SloLoop(api=api, monitors=lambda: objectives(supervisor.world.monitors), on_change=supervisor.enqueue,
-                   registry=registry, interval=settings.slo_interval, owns=lambda key: supervisor.shard.owns(key))
-    supervisor.reconciler.slo_of = loop.states.get
+                   registry=registry, interval=settings.slo_interval, owns=lambda key: supervisor.shard.owns(key),
+                   states=states)
     log.info("reading SLOs from %s every %.0fs", settings.prometheus.url, settings.slo_interval)
     return Reader(loop, api)

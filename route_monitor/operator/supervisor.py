@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from route_monitor.kube.apierrors import status_code, unreachable
@@ -25,6 +25,7 @@ from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.writer import KubeWriter, requests_made
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import priming, status
+from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.replicas import vantages
 from route_monitor.operator.replicas.sharding import Shard, moved
@@ -34,6 +35,7 @@ from route_monitor.operator.watches import KindWatch
 from route_monitor.operator.workqueue import WorkQueue
 from route_monitor.operator.world import Key, Kind, World, key_of
 from route_monitor.probe.result import ProbeResult
+from route_monitor.slo.state import SloStatus
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,9 @@ def error_reason(error: BaseException) -> str:
 
 class Supervisor:
     def __init__(self, *, settings: OperatorSettings, kube: KubeWriter, engine: Engine,
-                 metrics: OperatorMetrics, member: str | None = None) -> None:
+                 metrics: OperatorMetrics, member: str | None = None,
+                 credentials: OperatorCredentials | None = None,
+                 slo_of: Callable[[Key], SloStatus | None] | None = None) -> None:
         self.settings = settings
         self.world = World()
         self.metrics = metrics
@@ -71,7 +75,8 @@ class Supervisor:
         self.reconciler = Reconciler(world=self.world, settings=settings, kube=kube, engine=engine,
                                      metrics=metrics, schedule=self.queue.later, unschedule=self.queue.cancel_timer,
                                      owns=lambda key: self.shard.owns(key), member=member,
-                                     placed=lambda key, n: vantages.placed(self.shard, key, n))
+                                     placed=lambda key, n: vantages.placed(self.shard, key, n),
+                                     credentials=credentials, slo_of=slo_of)
         self._failures: dict[Key, int] = {}
         self._trimmer = HeapTrimmer()
         self._waiting_api: set[Key] = set()
@@ -147,8 +152,7 @@ class Supervisor:
     def on_result(self, result: ProbeResult) -> None:
         """Probe engine callback: remember the result; reconcile only if the outcome changed."""
         key = result.key
-        before = self.reconciler.results.get(key)
-        self.reconciler.results[key] = result
+        before = self.reconciler.record(result)
         now = status.result_outcome(result)
         if before is None or status.result_outcome(before) != now:
             if before is not None or not result.success:  # a first success is not news

@@ -49,6 +49,7 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.probe.tls.contexts import TLSContexts
 from route_monitor.probe.tls.trust import TrustError, contexts_from_env
 from route_monitor.slo import promapi
+from route_monitor.slo.state import SloStatus
 
 log = logging.getLogger("route_monitor.operator")
 
@@ -166,8 +167,17 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, prober=prober, canary=canary)
     kube = KubeWriter(client, operator_metrics, instance=settings.member, rest=direct)
+
+    def references_changed(keys: set[tuple[str, str]]) -> None:
+        if supervisor is not None:
+            for key in keys:
+                supervisor.enqueue(key)
+
+    references = ReferenceWatches(client, on_change=references_changed)
+    slo_states: dict[tuple[str, str], SloStatus] = {}
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
-                            member=settings.member)
+                            member=settings.member, credentials=OperatorCredentials(references),
+                            slo_of=None if settings.prometheus is None else slo_states.get)
     scrape_targets = scrapesync.for_supervisor(client, kube, settings, supervisor) \
         if settings.scrape_per_namespace else None
 
@@ -177,17 +187,9 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
             scrape_targets.kick()
 
     membership = None if settings.member is None else Membership(
-        kube=kube, metrics=operator_metrics, on_change=membership_changed,
+        leases=kube.leases, metrics=operator_metrics, on_change=membership_changed,
         settings=MembershipSettings(member=settings.member, namespace=settings.lease_namespace, location=where))
-    enqueue = supervisor.enqueue
-
-    def references_changed(keys: set[tuple[str, str]]) -> None:
-        for key in keys:
-            enqueue(key)
-
-    references = ReferenceWatches(client, on_change=references_changed)
-    supervisor.reconciler.credentials = OperatorCredentials(references)
-    slo = slo_loop.start(settings, supervisor, registry)
+    slo = slo_loop.start(settings, supervisor, registry, slo_states)
     ready = asyncio.Event()
     server = MetricsServer(registry, *settings.metrics_address, ready=ready.is_set,
                            render=probe_metrics.exposition, render_namespace=probe_metrics.exposition_of)

@@ -1,9 +1,9 @@
 """Keep each monitor's PrometheusRule in the cluster, without ever touching a team's own.
 
 The rule of monitor ``checkout`` is ``route-monitor-checkout`` (:func:`alert_rules.names.prometheus_rule_name`).
-For a name not yet known to be ours, the first write is a *create*, which the API server refuses
-(409) when anything holds the name; the object found there is then checked with
-:func:`ownership.is_ours`: ours -> compared and replaced only if different; foreign -> left
+Written as every generated object is (:func:`route_monitor.kube.apply.apply`): for a name not
+yet known to be ours, a *create*, refused (409) when anything holds the name; the object found
+there is then checked: ours -> compared and replaced only if different; foreign -> left
 untouched and reported as ``NameConflict``. Every replace is pinned to the uid and resourceVersion
 last read or written, so a rule that changed or was replaced by someone else meanwhile is never
 written over (409 -> checked again).
@@ -25,9 +25,10 @@ from typing import Any
 from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.apply import Applied, Outcome, apply
 from route_monitor.kube.writer import KubeWriter
 
-log = logging.getLogger("route_monitor.operator.rulesync")  # the logger name in earlier versions' logs
+log = logging.getLogger("route_monitor.operator.outputs.rulesync")  # the logger name in earlier versions' logs
 Key = tuple[str, str]
 
 
@@ -124,40 +125,25 @@ class RuleSync:
             return self._api_error(key, name, e)
 
     async def _first_write(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes) -> RulesOutcome:
-        existing = self._found.pop(key, None)
-        if existing is None:
-            try:
-                created = await self._kube.create_rule(rule)
-            except Exception as e:
-                if status_code(e) != 409:
-                    raise
-                existing = await self._kube.get_rule(key[0], name)
-                if existing is None:  # deleted again meanwhile: try afresh
-                    return RulesOutcome(name, f"PrometheusRule {key[0]}/{name} changed while it was written",
-                                        retry=True)
-            else:
-                self._known[key] = _Known(name, ownership.uid_of(created), ownership.version_of(created), desired)
-                return RulesOutcome(name)
-        if not ownership.is_ours(existing):
-            return RulesOutcome(name, ownership.conflict_message("PrometheusRule", key[0], name),
-                                ownership.NAME_CONFLICT, retry=True)
-        found = _Known(name, ownership.uid_of(existing), ownership.version_of(existing), desired)
-        if matches(existing, rule):
-            self._known[key] = found
-            return RulesOutcome(name)
-        return await self._update(key, name, rule, desired, found)
+        """Create, or check and update what holds the name (found in the start-up listing, or read
+        on 409)."""
+        return self._record(key, name, desired,
+                            await apply(self._kube.rules, rule, found=self._found.pop(key, None), same=matches))
 
     async def _update(self, key: Key, name: str, rule: Mapping[str, Any], desired: bytes,
                       known: _Known) -> RulesOutcome:
-        try:
-            applied = await self._kube.replace_rule(rule, known.uid, known.resource_version)
-        except Exception as e:
-            if status_code(e) in (404, 409):  # gone or replaced: find out whose it is now
-                self.forget(key)
-                return RulesOutcome(name, f"PrometheusRule {key[0]}/{name} was replaced or removed meanwhile; "
-                                    "checking it again", retry=True)
-            raise
-        self._known[key] = _Known(name, ownership.uid_of(applied), ownership.version_of(applied), desired)
+        return self._record(key, name, desired,
+                            await apply(self._kube.rules, rule, pinned=(known.uid, known.resource_version)))
+
+    def _record(self, key: Key, name: str, desired: bytes, done: Applied) -> RulesOutcome:
+        if done.outcome is Outcome.FOREIGN:
+            return RulesOutcome(name, ownership.conflict_message("PrometheusRule", key[0], name),
+                                ownership.NAME_CONFLICT, retry=True)
+        if done.outcome in (Outcome.CHANGED, Outcome.GONE):  # find out whose it is now
+            self.forget(key)
+            return RulesOutcome(name, f"PrometheusRule {key[0]}/{name} was replaced or removed meanwhile; "
+                                "checking it again", retry=True)
+        self._known[key] = _Known(name, done.uid, done.resource_version, desired)
         return RulesOutcome(name)
 
     async def _drop_legacy(self, key: Key) -> None:

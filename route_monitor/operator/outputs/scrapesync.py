@@ -1,10 +1,10 @@
 """Keep the per-namespace scrape objects (:mod:`route_monitor.operator.outputs.scrapes`) in the cluster.
 
-Written like every generated object: a name is *created* (the API server refuses when anything
-holds it); a 409 reads what is there, and an object that is not the operator's (no
-``app.kubernetes.io/managed-by: route-monitor`` label) is left untouched and logged; ours are
-replaced only when they differ, pinned to the uid and resourceVersion read; deletes carry a uid
-precondition.
+Written like every generated object (:func:`route_monitor.kube.apply.apply`): a name is
+*created* (the API server refuses when anything holds it); a 409 reads what is there, and an
+object that is not the operator's (no ``app.kubernetes.io/managed-by: route-monitor`` label) is
+left untouched and logged; ours are replaced only when they differ, pinned to the uid and
+resourceVersion read; deletes carry a uid precondition.
 
 One replica writes each namespace's objects: the owner of the key ``(namespace, "")`` in the
 replicas' rendezvous hashing (:mod:`route_monitor.operator.replicas.sharding`). Every replica computes the
@@ -36,12 +36,13 @@ from lightkube.resources.core_v1 import Endpoints, Service
 from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.apply import Kind, Outcome, apply
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.outputs import scrapes
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 
-log = logging.getLogger("route_monitor.operator.scrapesync")  # the logger name in earlier versions' logs
+log = logging.getLogger("route_monitor.operator.outputs.scrapesync")  # the logger name in earlier versions' logs
 ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
 SLICE_VERSIONS = ("v1", "v1beta1")
 """discovery.k8s.io versions, newest first: v1 from Kubernetes 1.21, v1beta1 before (and until 1.25)."""
@@ -143,6 +144,25 @@ class ScrapeObjects:
                     "prometheus-operator default) finds no target in this namespace; %s",
                     namespace, names.SCRAPE_OBJECT_NAME, error, hint)
 
+    def _kind(self, res: Any) -> Kind:
+        """``res`` for :func:`apply`, through lightkube's client."""
+        async def create(obj: Mapping[str, Any]) -> dict[str, Any]:
+            return dict((await self._client.create(res.from_dict(dict(obj)))).to_dict())
+
+        async def get(namespace: str, name: str) -> dict[str, Any] | None:
+            try:
+                return dict((await self._client.get(res, name, namespace=namespace)).to_dict())
+            except Exception as e:
+                if status_code(e) == 404:
+                    return None
+                raise
+
+        async def replace(obj: Mapping[str, Any], uid: str, version: str) -> dict[str, Any]:
+            pinned = {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": version}}
+            return dict((await self._client.replace(res.from_dict(pinned))).to_dict())
+
+        return Kind(create, get, replace)
+
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
         kind, name = str(obj["kind"]), names.SCRAPE_OBJECT_NAME
@@ -150,39 +170,21 @@ class ScrapeObjects:
         known = self._known.get(key)
         if known is not None and known[2] == desired:
             return True
-        res = self._res(kind)
-        if known is None:
-            try:
-                created = (await self._client.create(res.from_dict(dict(obj)))).to_dict()
-                self._record(key, created, desired)
-                return True
-            except Exception as e:
-                if status_code(e) != 409:
-                    raise
-            existing = (await self._client.get(res, name, namespace=namespace)).to_dict()
-            if not ownership.is_ours(existing):
-                if key not in self._reported:
-                    self._reported.add(key)
-                    log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; this "
-                                "namespace's probe series are not scraped per namespace until it is renamed or "
-                                "removed", kind, namespace, name)
-                return False
+        done = await apply(self._kind(self._res(kind)), obj, pinned=None if known is None else known[:2],
+                           same=scrapes.up_to_date)
+        if done.outcome is Outcome.FOREIGN:
+            if key not in self._reported:
+                self._reported.add(key)
+                log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; this "
+                            "namespace's probe series are not scraped per namespace until it is renamed or "
+                            "removed", kind, namespace, name)
+            return False
+        if done.stored is None:  # changed, replaced or removed meanwhile: read it again next pass
+            self._known.pop(key, None)
+            return True
+        if known is None and done.outcome is not Outcome.CREATED:  # ours again at that name
             self._reported.discard(key)
-            if scrapes.up_to_date(existing, obj):
-                self._record(key, existing, desired)
-                return True
-            uid, version = ownership.uid_of(existing), ownership.version_of(existing)
-        else:
-            uid, version = known[0], known[1]
-        pinned = {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": version}}
-        try:
-            replaced = (await self._client.replace(res.from_dict(pinned))).to_dict()
-        except Exception as e:
-            if status_code(e) in (404, 409):  # changed or replaced meanwhile: read it again next pass
-                self._known.pop(key, None)
-                return True
-            raise
-        self._record(key, replaced, desired)
+        self._record(key, done.stored, desired)
         return True
 
     def _record(self, key: tuple[str, str], stored: Mapping[str, Any], desired: str) -> None:

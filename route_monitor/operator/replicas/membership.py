@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from alert_rules import names
 from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.leaseapi import LeaseRequests
 from route_monitor.kube.metrics import OperatorMetrics
-from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.replicas.leases import LeaseTable
 from route_monitor.operator.replicas.sharding import Shard
 
@@ -72,11 +72,11 @@ def micro_time(epoch: float) -> str:
 
 
 class Membership:
-    def __init__(self, *, kube: KubeWriter, settings: MembershipSettings, metrics: OperatorMetrics,
+    def __init__(self, *, leases: LeaseRequests, settings: MembershipSettings, metrics: OperatorMetrics,
                  on_change: Callable[[Shard, Shard], None], clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.settings = settings
-        self._kube, self._metrics, self._on_change, self._wall = kube, metrics, on_change, wall
+        self._leases, self._metrics, self._on_change, self._wall = leases, metrics, on_change, wall
         self._table = LeaseTable(settings.member, clock)
         self._clock = clock
         self.shard = Shard(settings.member, frozenset({settings.member}))
@@ -115,15 +115,15 @@ class Membership:
             meta["annotations"] = annotations
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
         try:
-            created = await self._kube.create_lease(lease)
+            created = await self._leases.create_lease(lease)
         except Exception as e:
             if status_code(e) != 409:
                 raise
             # a Lease of this name exists (this member's previous run): take it. Deleted meanwhile
             # (as abandoned, by another replica): 404, and the caller tries the whole join again
-            created = await self._kube.patch_lease(s.namespace, s.lease_name, spec, self._annotations())
+            created = await self._leases.patch_lease(s.namespace, s.lease_name, spec, self._annotations())
         self._uid = str(created["metadata"].get("uid") or "")
-        items, _ = await self._kube.list_leases(s.namespace, SELECTOR)
+        items, _ = await self._leases.list_leases(s.namespace, SELECTOR)
         self._table.replace_all(items)
         self._recompute()
         log.info("member %s joined: lease %s/%s, live members %s", s.member, s.namespace, s.lease_name,
@@ -143,7 +143,7 @@ class Membership:
         """Delete this replica's Lease so the others take its monitors at once."""
         s = self.settings
         try:
-            await self._kube.delete_lease(s.namespace, s.lease_name, self._uid)
+            await self._leases.delete_lease(s.namespace, s.lease_name, self._uid)
             log.info("member %s left: lease %s/%s deleted", s.member, s.namespace, s.lease_name)
         except Exception as e:  # the others will see it expire instead
             log.warning("member %s could not delete its lease (%s); it will expire in %.0fs", s.member, e,
@@ -167,7 +167,8 @@ class Membership:
             self._mark_now.clear()
             try:
                 try:
-                    written = await self._kube.patch_lease(s.namespace, s.lease_name, self._spec(), self._annotations())
+                    written = await self._leases.patch_lease(s.namespace, s.lease_name, self._spec(),
+                                                             self._annotations())
                     if written.get("metadata"):
                         self._table.observe(written)  # this replica's own mark counts once the API has it
                         self._recompute()
@@ -186,11 +187,11 @@ class Membership:
         failures = 0
         while True:
             try:
-                items, version = await self._kube.list_leases(s.namespace, SELECTOR)
+                items, version = await self._leases.list_leases(s.namespace, SELECTOR)
                 self._table.replace_all(items)
                 self._recompute()
                 failures = 0
-                async for event, lease in self._kube.watch_leases(s.namespace, SELECTOR, version):
+                async for event, lease in self._leases.watch_leases(s.namespace, SELECTOR, version):
                     if event == "DELETED":
                         self._table.remove(str(lease["metadata"]["name"]))
                     else:
@@ -215,7 +216,7 @@ class Membership:
             for name, uid in self._table.abandoned(self.settings.abandoned_after):
                 self._table.remove(name)
                 try:
-                    await self._kube.delete_lease(self.settings.namespace, name, uid)
+                    await self._leases.delete_lease(self.settings.namespace, name, uid)
                     log.info("deleted lease %s of a replica that stopped renewing it", name)
                 except Exception as e:
                     log.debug("could not delete abandoned lease %s: %s", name, e)
