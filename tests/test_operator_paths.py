@@ -18,6 +18,7 @@ import time
 import pytest
 from lightkube import Client
 from lightkube.types import PatchType
+from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
 from route_monitor.kube.writer import Route
@@ -45,9 +46,10 @@ def admit_by(kube: Client, ns: str, name: str, host: str, *routers: str) -> None
 
 
 def path_series(operator: Operator, ns: str, monitor: str) -> set[str]:
-    prefix = f'{names.MONITOR_PATH_INFO}{{namespace="{ns}",monitor="{monitor}",path="'
-    return {line[len(prefix):].partition('"')[0] for line in operator.metrics_text().splitlines()
-            if line.startswith(prefix)}
+    """The paths of the monitor's path_info series (whatever other labels, e.g. location, they carry)."""
+    return {s.labels["path"] for family in text_string_to_metric_families(operator.metrics_text())
+            for s in family.samples
+            if s.name == names.MONITOR_PATH_INFO and s.labels.get("namespace") == ns and s.labels.get("monitor") == monitor}
 
 
 def test_route_paths_follow_the_admitting_shard_without_touching_the_counters(
