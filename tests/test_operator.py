@@ -64,6 +64,7 @@ def test_annotated_route_is_monitored_with_owned_monitor_and_rule(kube: Client, 
     assert monitor["spec"]["path"] == "/healthz"
     assert monitor["spec"]["probe"]["interval"] == "1s"
     assert monitor["status"]["url"] == f"http://{target.host}/healthz"
+    assert monitor["status"]["protocol"] == "http (default)"
     assert monitor["status"]["observedGeneration"] == meta["generation"]
     assert {c["type"]: (c["status"], c["reason"]) for c in monitor["status"]["conditions"]} == {
         "Ready": ("True", "Ready"), "TargetResolved": ("True", "Resolved"),

@@ -86,6 +86,7 @@ def test_annotated_grpcroute_is_health_checked_through_its_accepted_gateway_list
         monitor = wait_monitor(kube, ns, "checkout", ready, "Ready")
         assert monitor["status"]["url"] == url
         assert monitor["status"]["paths"] == ["dns:cluster", f"gateway:{ns}/edge"]
+        assert monitor["status"]["protocol"] == "grpc, from the GRPCRoute's Gateway listener web (HTTP)"
         wait_for(lambda: probes(operator, ns, "checkout", "success") >= 2, timeout=20,
                  what="gRPC health checks through the listener's port")
         assert operator.sample(names.TARGET_INFO, namespace=ns, monitor="checkout", kind="grpcroute", url=url) == 1
@@ -112,6 +113,7 @@ def test_annotated_tcproute_is_probed_at_its_gateway_address(kube: Client, opera
         url = f"tcp://127.0.0.1:{server.port}"
         monitor = wait_monitor(kube, ns, "cache", ready, "Ready")
         assert monitor["status"]["url"] == url
+        assert monitor["status"]["protocol"] == "tcp, from the TCPRoute's Gateway listener redis (TCP)"
         wait_for(lambda: probes(operator, ns, "cache", "success") >= 2, timeout=20,
                  what="TCP probes to the Gateway's address and listener port")
         assert operator.sample(names.TARGET_INFO, namespace=ns, monitor="cache", kind="tcproute", url=url) == 1

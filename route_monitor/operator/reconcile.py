@@ -37,6 +37,7 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.slo.state import SloStatus
 from route_monitor.spec import maintenance
 from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
+from route_monitor.spec.protocol import describe
 from route_monitor.targets.resolve import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -317,6 +318,8 @@ class Reconciler:
                               probed_by=self._member,
                               next_maintenance=maintenance.next_window_start(spec.maintenance, now),
                               slo=self.slo_of(key) if self.slo_of else None, slo_enabled=self.slo_of is not None,
+                              protocol=describe(spec.probe.protocol, target.protocol)
+                              if isinstance(target, ResolvedTarget) else None,
                               fewer_locations=shortfall(len(self._placed(key, spec.probe.vantages.count)),
                                                         spec.probe.vantages.count))
         await self.status.write(key, body, obs)

@@ -61,6 +61,9 @@ class Observed:
     slo: slo_state.SloStatus | None = None
     """The SLO read back from Prometheus (``--prometheus-url``): ``status.slo`` and ``BudgetExhausted``."""
     slo_enabled: bool = False
+    protocol: str | None = None
+    """What the probes speak and why (``status.protocol``: ``grpc, from the Service's port name
+    grpc-api``, ``http (default)``), as ``check`` prints it."""
     """Reading SLOs is on: until a first read, the previous ``status.slo`` and condition are kept."""
     fewer_locations: str | None = None
     """Contract 12: fewer locations probe than ``spec.probe.vantages`` asks, in words (``Probing``)."""
@@ -158,6 +161,8 @@ def build(obs: Observed, previous: Mapping[str, Any] | None, now: float,
         out["probedBy"] = obs.probed_by
     if isinstance(obs.target, ResolvedTarget):
         out["paths"] = list(obs.target.paths)
+        if obs.protocol is not None:
+            out["protocol"] = obs.protocol
     if obs.next_maintenance is not None:
         out["nextMaintenance"] = timestamp(obs.next_maintenance)
     return out
@@ -172,7 +177,8 @@ def significant(status: Mapping[str, Any] | None) -> object:
                   for c in status.get("conditions") or [])
     slo = {k: v for k, v in (status.get("slo") or {}).items() if k != "updated"} or None
     return (status.get("observedGeneration"), status.get("url"), conds, outcome(status.get("lastProbe")),
-            status.get("probedBy"), status.get("nextMaintenance"), slo, tuple(status.get("paths") or ()))
+            status.get("probedBy"), status.get("nextMaintenance"), slo, tuple(status.get("paths") or ()),
+            status.get("protocol"))
 
 
 WRITTEN_ELSEWHERE = frozenset({"locations"})
