@@ -10,7 +10,9 @@ Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), `
 (the same over TLS, certificates verified against a trustme CA), ``http-1k@10s``,
 ``https-ecdsa-1k@10s`` and ``https-rsa-1k@10s`` (1,000 targets at 100 probes/s over plain HTTP and
 over TLS with ECDSA P-256 and RSA-2048 certificates behind an intermediate CA, as public CAs serve
-them; ``--only tls`` runs these three), and ``max`` (5,000 targets,
+them; ``--only tls`` runs these three), ``site-https-rsa-1k@5s`` and ``site-https-ecdsa-1k@5s``
+(``--only site``: one host:port, 200 probes/s, the CA trusted through ``SSL_CERT_FILE`` on both
+sides, the exporter also with a module ``ca_file``), and ``max`` (5,000 targets,
 the interval shortened step by step until a side no longer keeps up: achieved rate below 95 %
 of the schedule, lag p99 at or above 250 ms, or skipped probes). Writes
 ``benchmarks/results/latest.json`` and ``latest.md`` (the table used in RESULTS.md).
