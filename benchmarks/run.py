@@ -69,6 +69,8 @@ async def pair(name: str, urls: list[str], interval: float, *, warmup: float, me
         else:  # "blackbox", or "blackbox-cafile": the CA in the module's tls_config (the older scenarios' way)
             row = await blackbox.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
                                      workdir=workdir, ca_file=ca, trust="module" if side == "blackbox-cafile" else trust)
+            if side == "blackbox-cafile":
+                row["engine"] = "blackbox_exporter (ca_file)"  # the ratios compare with the other exporter row
         row.update(scenario=name, targets=len(urls), interval_s=interval, loadavg_before=float(load_before))
         row["sustained"] = sustained(row)
         print(f"    {report.short(row)}", file=sys.stderr, flush=True)
