@@ -5,6 +5,7 @@ driven by :mod:`benchmarks.loadgen`. Only the exporter's CPU and RSS are measure
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -36,18 +37,24 @@ def available() -> bool:
 
 async def run(*, targets: list[str], interval: float, warmup: float, measure_s: float, workdir: Path,
               ca_file: str | None = None, timeout_s: float = 10.0, module: str = "http_2xx",
-              config_text: str | None = None) -> dict[str, Any]:
+              config_text: str | None = None, trust: str = "module") -> dict[str, Any]:
     """Start the exporter, drive it for ``warmup + measure_s`` seconds, measure the window;
-    ``config_text``/``module``: another module than ``http_2xx`` (the protocols benchmark)."""
+    ``config_text``/``module``: another module than ``http_2xx`` (the protocols benchmark).
+
+    ``trust``: ``module`` gives ``ca_file`` in the module's ``tls_config`` (which the exporter
+    reads again for every probe: it builds an HTTP client per probe); ``env`` gives it as
+    ``SSL_CERT_FILE`` instead, Go's system pool, loaded once, as a deployment that trusts its CA
+    through the system store does (and as ``route-monitor`` is given it)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "blackbox.yml"
     if config_text is None:
-        write_config(config, timeout_s=min(timeout_s, interval * 0.9), ca_file=ca_file)
+        write_config(config, timeout_s=min(timeout_s, interval * 0.9), ca_file=ca_file if trust == "module" else None)
     else:
         config.write_text(config_text)
     port = measure.free_port()
     proc, _ = measure.start([EXPORTER, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--log.level=warn"], log_path=str(workdir / "blackbox.log"))
+                             "--log.level=warn"], log_path=str(workdir / "blackbox.log"),
+                            env=dict(os.environ, SSL_CERT_FILE=ca_file) if trust == "env" and ca_file else None)
     try:
         await asyncio.to_thread(measure.wait_http, f"http://127.0.0.1:{port}/metrics", 30.0)
         stats = loadgen.LoadStats()
@@ -69,6 +76,7 @@ async def run(*, targets: list[str], interval: float, warmup: float, measure_s: 
     probes = window.answered
     return {
         "engine": "blackbox_exporter",
+        "trust": trust,
         "probes": probes,
         "scheduled_per_s": len(targets) / interval,
         "achieved_per_s": probes / elapsed,

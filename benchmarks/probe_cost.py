@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     workdir = Path(f"/tmp/route-monitor-probecost-{time.time_ns()}")
     server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "8", "--tls-ports", "2",
-                                   "--tls-dir", str(workdir)], ready_line=True)
+                                   "--tls-dir", str(workdir), "--workers", "2"], ready_line=True)
     assert ready is not None
     profile = cProfile.Profile() if args.profile else None
     urls = targets.target_urls(ready, args.targets, scheme=args.scheme)

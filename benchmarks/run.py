@@ -10,7 +10,9 @@ Scenarios: ``1k@30s`` and ``5k@30s`` (1,000 and 5,000 targets, 30 s interval), `
 (the same over TLS, certificates verified against a trustme CA), ``http-1k@10s``,
 ``https-ecdsa-1k@10s`` and ``https-rsa-1k@10s`` (1,000 targets at 100 probes/s over plain HTTP and
 over TLS with ECDSA P-256 and RSA-2048 certificates behind an intermediate CA, as public CAs serve
-them; ``--only tls`` runs these three), and ``max`` (5,000 targets,
+them; ``--only tls`` runs these three), ``site-https-rsa-1k@5s`` and ``site-https-ecdsa-1k@5s``
+(``--only site``: one host:port, 200 probes/s, the CA trusted through ``SSL_CERT_FILE`` on both
+sides, the exporter also with a module ``ca_file``), and ``max`` (5,000 targets,
 the interval shortened step by step until a side no longer keeps up: achieved rate below 95 %
 of the schedule, lag p99 at or above 250 ms, or skipped probes). Writes
 ``benchmarks/results/latest.json`` and ``latest.md`` (the table used in RESULTS.md).
@@ -38,6 +40,12 @@ PLAN: dict[str, tuple[int, str, float | None]] = {
     "https-rsa-1k@10s": (1000, "https-rsa", 10.0),
 }
 TLS_SET = ("http-1k@10s", "https-ecdsa-1k@10s", "https-rsa-1k@10s")
+SITE_SET = ("site-https-rsa-1k@5s", "site-https-ecdsa-1k@5s")
+"""The HTTPS setup of a real deployment: one host:port for all 1,000 monitors (200 probes/s), a
+server answering one request per connection with two TLS 1.3 session tickets, and both sides
+trusting the CA through ``SSL_CERT_FILE`` (the exporter's system pool, loaded once, instead of a
+module ``ca_file`` it reads again for every probe). ``--only site`` runs both."""
+PLAN.update({"site-https-rsa-1k@5s": (1000, "https-rsa", 5.0), "site-https-ecdsa-1k@5s": (1000, "https-ecdsa", 5.0)})
 
 
 def sustained(row: dict[str, Any]) -> bool:
@@ -48,7 +56,7 @@ def sustained(row: dict[str, Any]) -> bool:
 
 async def pair(name: str, urls: list[str], interval: float, *, warmup: float, measure_s: float, work: Path,
                ca: str | None, sides: tuple[str, ...] = ("ours", "blackbox"), mode: str = "standalone",
-               baseline: Path | None = None) -> list[dict[str, Any]]:
+               baseline: Path | None = None, trust: str = "module") -> list[dict[str, Any]]:
     rows = []
     for side in sides:
         load_before = Path("/proc/loadavg").read_text().split()[0]
@@ -58,9 +66,11 @@ async def pair(name: str, urls: list[str], interval: float, *, warmup: float, me
         if side in ("ours", "baseline"):
             row = await ours.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
                                  workdir=workdir, ca_file=ca, mode=mode, root=baseline if side == "baseline" else None)
-        else:
+        else:  # "blackbox", or "blackbox-cafile": the CA in the module's tls_config (the older scenarios' way)
             row = await blackbox.run(targets=urls, interval=interval, warmup=warmup, measure_s=measure_s,
-                                     workdir=workdir, ca_file=ca)
+                                     workdir=workdir, ca_file=ca, trust="module" if side == "blackbox-cafile" else trust)
+            if side == "blackbox-cafile":
+                row["engine"] = "blackbox_exporter (ca_file)"  # the ratios compare with the other exporter row
         row.update(scenario=name, targets=len(urls), interval_s=interval, loadavg_before=float(load_before))
         row["sustained"] = sustained(row)
         print(f"    {report.short(row)}", file=sys.stderr, flush=True)
@@ -72,16 +82,22 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
     rows: list[dict[str, Any]] = []
     w, m = args.warmup, args.measure
     for name, (count, scheme, interval) in PLAN.items():
-        if args.only and name not in args.only and not (name in TLS_SET and "tls" in args.only):
+        if args.only and name not in args.only and not (name in TLS_SET and "tls" in args.only) \
+                and not (name in SITE_SET and "site" in args.only):
             continue
+        if not args.only and name in SITE_SET:
+            continue  # not part of the full set's tables; `--only site`
         if args.quick:
             count //= 10
-        interval = interval or args.interval
-        urls = targets.target_urls(ready, count, scheme=scheme)
+        site = name in SITE_SET
+        interval = (args.site_interval if site else interval) or args.interval
+        urls = targets.target_urls(ready, count, scheme=scheme, ports_used=1 if site else None)
         ca = ready["ca"] if scheme.startswith("https") else None
-        sides = ("ours", "blackbox", "baseline") if args.baseline else ("ours", "blackbox")
+        sides: tuple[str, ...] = ("ours", "blackbox", "baseline") if args.baseline else ("ours", "blackbox")
+        if site:
+            sides += ("blackbox-cafile",)  # what trusting through the module's ca_file adds to the exporter
         rows += await pair(name, urls, interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours,
-                           sides=sides, baseline=args.baseline)
+                           sides=sides, baseline=args.baseline, trust="env" if site else "module")
     if not args.only or "max" in args.only:
         count = 500 if args.quick else 5000
         urls = targets.target_urls(ready, count)
@@ -99,13 +115,16 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", action="append",
-                   help="run only this scenario (repeatable): " + ", ".join(PLAN) + ", max; tls = the three @10s")
+                   help="run only this scenario (repeatable): " + ", ".join(PLAN) + ", max; tls = the three @10s; site = the two site-https")
     p.add_argument("--interval", type=float, default=30.0, help="interval of the fixed scenarios (default 30)")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before each measured window (default 15)")
     p.add_argument("--measure", type=float, default=60.0,
                    help="measured window per run, seconds (default 60: a whole number of 30 s intervals)")
     p.add_argument("--rates", type=float, nargs="+", default=[250, 500, 750, 1000, 1250, 1500],
                    help="probe rates of the max scenario, probes/s (default 250 500 750 1000 1250 1500)")
+    p.add_argument("--site-interval", type=float, default=5.0,
+                   help="interval of the site scenarios (default 5: 200 probes/s; longer when the machine cannot "
+                   "serve that many TLS handshakes, e.g. 40 on a busy 2-core machine)")
     p.add_argument("--step-warmup", type=float, default=8.0)
     p.add_argument("--step-measure", type=float, default=30.0)
     p.add_argument("--ours", choices=("standalone", "engine"), default="standalone",
@@ -133,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(f"/tmp/route-monitor-bench-{time.strftime('%Y%m%dT%H%M%S')}")
     server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "16", "--tls-ports", "4",
-                                   "--tls-dir", str(work)], ready_line=True, log_path=str(work) + "-targets.log")
+                                   "--tls-dir", str(work), "--workers", "2"], ready_line=True, log_path=str(work) + "-targets.log")
     assert ready is not None
     started = time.time()
     try:

@@ -5,7 +5,7 @@ answers any request on any path with ``200 ok`` and ``Connection: close``. Targe
 URLs (``http://127.0.0.1:PORT/t/N``), spread over the ports so that a fresh connection per probe
 never runs out of local ports (each port is its own 4-tuple space).
 
-    python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR] [--log FILE]
+    python -m benchmarks.targets --ports 8 [--tls-ports 2 --tls-dir DIR] [--log FILE] [--workers N]
 
 prints one JSON line ``{"http": [ports], "https": [ports], "https-ecdsa": [ports], "https-rsa": [ports],
 "ca": "DIR/ca.pem"}`` when ready and serves until SIGTERM/SIGINT. With ``--tls-ports`` it makes
@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
+import socket
 import ssl
 import sys
 import time
@@ -90,6 +92,7 @@ def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
         issuer = root.create_child_ca(key_type=key_type) if chained else root
         cert = issuer.issue_cert("127.0.0.1", "localhost", key_type=key_type)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.num_tickets = 2  # OpenSSL's default, as nginx and HAProxy send: every probe receives two
         cert.configure_cert(ctx)  # the leaf and, when chained, the intermediate
         contexts[key] = ctx
         pems.append(root.cert_pem.bytes())
@@ -99,33 +102,29 @@ def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
     return contexts, ca_path
 
 
-async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1",
-                log: Path | None = None) -> None:
+def _listen(host: str) -> socket.socket:
+    return socket.create_server((host, 0), backlog=4096)
+
+
+async def serve(*, plain: list[socket.socket], tls: dict[str, tuple[ssl.SSLContext, list[socket.socket]]],
+                ca_path: Path | None, log: Path | None = None, announce: bool = True) -> None:
+    """Serve on the listening sockets until SIGTERM/SIGINT; ``announce``: print the ready line."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    servers: list[asyncio.Server] = []
-    http_ports: list[int] = []
-    tls_ports_by_key: dict[str, list[int]] = {"https": [], "https-ecdsa": [], "https-rsa": []}
-    ca_path: Path | None = None
     protocol: type[OkProtocol] = OkProtocol
     if log is not None:
         LoggingProtocol.sink = open(log, "a", buffering=1)  # noqa: SIM115 - lives as long as the server
         protocol = LoggingProtocol
-    for _ in range(ports):
-        srv = await loop.create_server(protocol, host, 0, backlog=4096)
-        servers.append(srv)
-        http_ports.append(srv.sockets[0].getsockname()[1])
-    if tls_ports:
-        contexts, ca_path = tls_contexts(tls_dir or Path("."))
-        for key, ctx in contexts.items():
-            for _ in range(tls_ports):
-                srv = await loop.create_server(protocol, host, 0, ssl=ctx, backlog=4096)
-                servers.append(srv)
-                tls_ports_by_key[key].append(srv.sockets[0].getsockname()[1])
-    ready = {"http": http_ports, **tls_ports_by_key, "ca": str(ca_path) if ca_path else None}
-    print(json.dumps(ready), flush=True)
+    servers = [await loop.create_server(protocol, sock=sock, backlog=4096) for sock in plain]
+    for ctx, socks in tls.values():
+        servers += [await loop.create_server(protocol, sock=sock, ssl=ctx, backlog=4096) for sock in socks]
+    ready = {"http": [s.getsockname()[1] for s in plain], "https": [], "https-ecdsa": [], "https-rsa": [],
+             **{key: [s.getsockname()[1] for s in socks] for key, (_, socks) in tls.items()},
+             "ca": str(ca_path) if ca_path else None}
+    if announce:
+        print(json.dumps(ready), flush=True)
     await stop.wait()
     for srv in servers:
         srv.close()
@@ -133,11 +132,40 @@ async def serve(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str =
         LoggingProtocol.sink.close()
 
 
-def target_urls(ready: dict[str, object], count: int, *, scheme: str = "http", host: str = "127.0.0.1") -> list[str]:
-    """``count`` distinct URLs spread round-robin over the ports the server reported; ``scheme`` is
+def run_server(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1",
+               log: Path | None = None, workers: int = 1) -> None:
+    """Listen, then serve in ``workers`` processes sharing the listening sockets (as nginx's
+    workers do: a TLS server on one port that a single Python process could not keep up with at
+    200 handshakes per second on a shared machine); SIGTERM to this process stops them all."""
+    plain = [_listen(host) for _ in range(ports)]
+    tls: dict[str, tuple[ssl.SSLContext, list[socket.socket]]] = {}
+    ca_path: Path | None = None
+    if tls_ports:
+        contexts, ca_path = tls_contexts(tls_dir or Path("."))
+        tls = {key: (ctx, [_listen(host) for _ in range(tls_ports)]) for key, ctx in contexts.items()}
+    children = []
+    for _ in range(workers - 1):
+        pid = os.fork()
+        if pid == 0:
+            asyncio.run(serve(plain=plain, tls=tls, ca_path=ca_path, log=log, announce=False))
+            os._exit(0)
+        children.append(pid)
+    try:
+        asyncio.run(serve(plain=plain, tls=tls, ca_path=ca_path, log=log))
+    finally:
+        for pid in children:
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+
+
+def target_urls(ready: dict[str, object], count: int, *, scheme: str = "http", host: str = "127.0.0.1",
+                ports_used: int | None = None) -> list[str]:
+    """``count`` distinct URLs spread round-robin over the ports the server reported (the first
+    ``ports_used`` of them if given: 1 is one host:port, as a real site is); ``scheme`` is
     ``http``, ``https``, ``https-ecdsa`` or ``https-rsa`` (:func:`tls_contexts`)."""
     ports = ready[scheme]
     assert isinstance(ports, list) and ports, f"target server has no {scheme} ports"
+    ports = ports[:ports_used] if ports_used else ports
     url_scheme = scheme.split("-")[0]
     return [f"{url_scheme}://{host}:{ports[i % len(ports)]}/t/{i:05d}" for i in range(count)]
 
@@ -148,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tls-ports", type=int, default=0, help="HTTPS ports per certificate key type (default 0)")
     p.add_argument("--tls-dir", type=Path, help="where ca.pem is written (with --tls-ports)")
     p.add_argument("--log", type=Path, help="append `<unix time> <path>` of every request to this file")
+    p.add_argument("--workers", type=int, default=1, help="serving processes sharing the ports (default 1)")
     args = p.parse_args(argv)
-    asyncio.run(serve(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir, log=args.log))
+    run_server(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir, log=args.log, workers=args.workers)
     return 0
 
 
