@@ -117,6 +117,12 @@ class FaultProxy:
             self._server.close()
             self._reset_all()
             await self._server.wait_closed()
+            # every relay still running (or created and not yet started) ends here, so no
+            # coroutine is left unawaited when the loop stops (a warning in whichever test runs next)
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         self._call(stop())
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -67,7 +67,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 class Prometheus:
     url: str
     rules_dir: Path
-    pid: int
+    pid: int = 0
+    """The server's process id (0: not started by :func:`run_prometheus`)."""
 
     def query(self, expr: str, *, time: float | None = None) -> list[dict[str, Any]]:
         """Instant query; the result vector (raises on a PromQL error)."""
