@@ -1,6 +1,6 @@
 """Contract 13's Gateway API targets: the URL of a GRPCRoute or a TCPRoute
 (``gateway.networking.k8s.io/v1``), by Contract 7's rules for HTTPRoutes
-(:mod:`route_monitor.resolve_http`).
+(:mod:`route_monitor.targets.resolve_http`).
 
 - GRPCRoute: host as for an HTTPRoute (one of ``spec.hostnames``, ``routemonitor.io/host`` or the
   first non-wildcard one); the listener (HTTP: h2c, HTTPS: TLS) of a parent Gateway that accepted
@@ -22,36 +22,37 @@ from typing import Any
 
 from route_monitor.spec.protocol import GRPCSettings, Protocol, ProtocolSettings, TCPSettings
 from route_monitor.targets.resolve import ResolvedTarget, TargetError, check_url_safe
-from route_monitor.targets.resolve_http import GatewayLookup, authority, pick_host, through_gateway
+from route_monitor.targets.resolve_http import (
+    GatewayLookup,
+    authority,
+    meta,
+    pick_host,
+    route_hostnames,
+    through_gateway,
+)
 
 _ADDRESS_TYPES = (None, "IPAddress", "Hostname")
-
-
-def grpcroute_hosts(route: Mapping[str, Any]) -> list[str]:
-    return [str(h) for h in (route.get("spec") or {}).get("hostnames") or []]
-
-
-def _meta(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+_KIND_NAMES = {"grpcroute": "GRPCRoute", "tcproute": "TCPRoute"}
 
 
 def resolve_grpcroute(route: Mapping[str, Any], host: str, gateway: GatewayLookup, *, from_files: bool = False,
                       missing: str | None = None) -> ResolvedTarget:
-    namespace, name = _meta(route)
+    namespace, name = meta(route)
     what = f"GRPCRoute {namespace}/{name}"
-    chosen = pick_host(what, grpcroute_hosts(route), host)
+    chosen = pick_host(what, route_hostnames(route), host)
     found, _ = through_gateway(route, what, chosen, gateway, from_files=from_files, missing=missing)
     tls = found["protocol"] == "HTTPS"
     url = f"{'grpcs' if tls else 'grpc'}://{authority(chosen, found.get('port'), 443 if tls else 80)}/"
+    return _target(url, "grpcroute", name, ProtocolSettings(protocol=Protocol.GRPC, grpc=GRPCSettings(tls=tls)),
+                   found)
+
+
+def _target(url: str, kind: str, name: str, settings: ProtocolSettings,
+            listener: Mapping[str, Any]) -> ResolvedTarget:
+    """The route's target, with the protocol its Gateway listener implies and why."""
     check_url_safe(url)
-    return ResolvedTarget(url=url, kind="grpcroute", name=name,
-                          protocol=(ProtocolSettings(protocol=Protocol.GRPC, grpc=GRPCSettings(tls=tls)),
-                                    f"from the GRPCRoute's Gateway listener {_listener_name(found)}"))
-
-
-def _listener_name(listener: Mapping[str, Any]) -> str:
-    return f"{listener.get('name') or '-'} ({listener['protocol']})"
+    why = f"from the {_KIND_NAMES[kind]}'s Gateway listener {listener.get('name') or '-'} ({listener['protocol']})"
+    return ResolvedTarget(url=url, kind=kind, name=name, protocol=(settings, why))
 
 
 def gateway_address(gateway: Mapping[str, Any]) -> str:
@@ -72,18 +73,15 @@ def _url_host(address: str) -> str:
 
 def resolve_tcproute(route: Mapping[str, Any], gateway: GatewayLookup, *, from_files: bool = False,
                      missing: str | None = None) -> ResolvedTarget:
-    namespace, name = _meta(route)
+    namespace, name = meta(route)
     what = f"TCPRoute {namespace}/{name}"
     found, gw = through_gateway(route, what, None, gateway, protocols=("TCP", "TLS"), from_files=from_files,
                                 missing=missing)
     address = gateway_address(gw)
-    gw_name = "/".join(_meta(gw))
+    gw_name = "/".join(meta(gw))
     if not address:
         raise TargetError("NoGatewayAddress", f"{what}: Gateway {gw_name} has no address yet (status.addresses[] "
                           "or spec.addresses[] of type IPAddress or Hostname): nothing to connect to")
     tls = found["protocol"] == "TLS"
     url = f"{'tls' if tls else 'tcp'}://{_url_host(address)}:{int(found.get('port') or 0)}"
-    check_url_safe(url)
-    return ResolvedTarget(url=url, kind="tcproute", name=name,
-                          protocol=(ProtocolSettings(protocol=Protocol.TCP, tcp=TCPSettings(tls=tls)),
-                                    f"from the TCPRoute's Gateway listener {_listener_name(found)}"))
+    return _target(url, "tcproute", name, ProtocolSettings(protocol=Protocol.TCP, tcp=TCPSettings(tls=tls)), found)

@@ -27,7 +27,8 @@ GatewayLookup = Callable[[Key], Mapping[str, Any] | None]
 _DEFAULT_PORT = {"http": 80, "https": 443}
 
 
-def _meta(obj: Mapping[str, Any]) -> tuple[str, str]:
+def meta(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of an object as written (namespace ``default`` when it names none)."""
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
@@ -65,7 +66,7 @@ def _ingress_path(ingress: Mapping[str, Any], host: str) -> str:
 
 
 def resolve_ingress(ingress: Mapping[str, Any], host: str, path: str | None) -> ResolvedTarget:
-    namespace, name = _meta(ingress)
+    namespace, name = meta(ingress)
     chosen = pick_host(f"Ingress {namespace}/{name}", ingress_hosts(ingress), host)
     tls = (ingress.get("spec") or {}).get("tls") or []
     scheme = "https" if any(chosen in (t.get("hosts") or []) for t in tls) else "http"
@@ -75,7 +76,8 @@ def resolve_ingress(ingress: Mapping[str, Any], host: str, path: str | None) -> 
 
 
 # --- HTTPRoute -----------------------------------------------------------------------------------
-def httproute_hosts(route: Mapping[str, Any]) -> list[str]:
+def route_hostnames(route: Mapping[str, Any]) -> list[str]:
+    """``spec.hostnames`` of a Gateway API route (HTTPRoute, GRPCRoute)."""
     return [str(h) for h in (route.get("spec") or {}).get("hostnames") or []]
 
 
@@ -88,7 +90,7 @@ def gateway_key(ref: Mapping[str, Any], namespace: str) -> Key | None:
 
 def gateway_refs(route: Mapping[str, Any]) -> tuple[Key, ...]:
     """Every Gateway the route names, in its spec or its status (their changes matter)."""
-    namespace, _ = _meta(route)
+    namespace, _ = meta(route)
     refs = [*((route.get("spec") or {}).get("parentRefs") or []),
             *(p.get("parentRef") or {} for p in (route.get("status") or {}).get("parents") or [])]
     return tuple(dict.fromkeys(k for r in refs if (k := gateway_key(r, namespace)) is not None))
@@ -139,7 +141,7 @@ def through_gateway(route: Mapping[str, Any], what: str, host: str | None, gatew
                     missing: str | None = None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """(listener, Gateway) of the first parent Gateway that accepted ``route`` and has a listener of
     one of ``protocols`` for ``host``; else :class:`TargetError` naming every parent's problem."""
-    namespace, _ = _meta(route)
+    namespace, _ = meta(route)
     parents = [(ref, key) for ref in accepted_parents(route, from_files)
                if (key := gateway_key(ref, namespace)) is not None]
     if not parents:
@@ -174,9 +176,9 @@ def authority(host: str, port: int | None, scheme_default: int) -> str:
 def resolve_httproute(route: Mapping[str, Any], host: str, path: str | None, gateway: GatewayLookup, *,
                       from_files: bool = False, missing: str | None = None) -> ResolvedTarget:
     """``missing``: how a Gateway that is not known is told (files: not in the given files)."""
-    namespace, name = _meta(route)
+    namespace, name = meta(route)
     what = f"HTTPRoute {namespace}/{name}"
-    chosen = pick_host(what, httproute_hosts(route), host)
+    chosen = pick_host(what, route_hostnames(route), host)
     found, _ = through_gateway(route, what, chosen, gateway, from_files=from_files, missing=missing)
     scheme = "https" if found["protocol"] == "HTTPS" else "http"
     url = with_path(f"{scheme}://{authority(chosen, found.get('port'), _DEFAULT_PORT[scheme])}",

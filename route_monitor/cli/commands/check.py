@@ -12,7 +12,7 @@ The files are read once, and targets resolved as ``standalone`` resolves them
 a warning: manifests meant for the operator leave it to the cluster.
 Contract 9: each monitor's warm-up, pause and the start of its next maintenance window, as an
 absolute date and time with its offset (on the window's own clock).
-Each monitor's vantages and quorum (:mod:`route_monitor.vantagespec`).
+Each monitor's vantages and quorum (:mod:`route_monitor.spec.vantages`).
 Contract 11: each monitor's paths (the shared components a shared outage pages once for); a
 target left to the cluster shows its declared paths, the cluster adds those it derives.
 """
