@@ -135,6 +135,12 @@ class Reconciler:
             if key not in self._valid:
                 self._stop(key)
             return  # the first owner says why in the status
+        if not isinstance(await self._probe(key, spec), ResolvedTarget):
+            self._stop(key)
+        await self._location_entry(key, body, spec, first=False)
+
+    async def _probe(self, key: Key, spec: MonitorSpec) -> ResolvedTarget | plan.Unresolved:
+        """Resolve the monitor's target (credentials attached) and probe it, or stop probing it."""
         target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
                                      cluster_domain=self.settings.cluster_domain)
         if self.credentials is not None:
@@ -143,8 +149,9 @@ class Reconciler:
             self.engine.set_monitor(spec, target)
             self._valid.add(key)
         else:
-            self._stop(key)
-        await self._location_entry(key, body, spec, first=False)
+            self.engine.remove_monitor(key)
+            self._valid.discard(key)
+        return target
 
     async def _location_entry(self, key: Key, body: Mapping[str, Any], spec: MonitorSpec, *, first: bool) -> None:
         """Contract 12: this owner's ``status.locations`` entry; the first owner also drops the
@@ -294,16 +301,7 @@ class Reconciler:
             await self.status.write(key, body, obs)
             await self.status.warn_not_ready(key, body, obs)
             return
-        target = plan.resolve_target(spec, self.world, allow_url_targets=self.settings.allow_url_targets,
-                                     cluster_domain=self.settings.cluster_domain)
-        if self.credentials is not None:
-            target = await self.credentials.attach(spec, target)
-        if isinstance(target, ResolvedTarget):
-            self.engine.set_monitor(spec, target)
-            self._valid.add(key)
-        else:
-            self.engine.remove_monitor(key)
-            self._valid.discard(key)
+        target = await self._probe(key, spec)
         rules = await self._apply_rules(key, spec, body)
         errors, warnings = plan.findings(spec, body)
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
