@@ -60,11 +60,10 @@ def failing_window_ms(interval_ms: int) -> int:
 def settle_ms(interval_ms: int, evaluation_ms: int) -> int:
     """How long a per-monitor page waits (``for:``) so that a shared outage is seen first: a
     monitor is seen failing up to ``max(interval, 30s)`` after its burn alert can hold (half of the
-    failing window: a burn needs only two failures); the path group reads the monitors' failing
-    records up to one evaluation later, and the monitor's group reads the path's verdict up to one
-    evaluation after that (groups evaluate in no fixed order relative to each other: Prometheus
-    spreads them over the interval by their offsets, promtool in random order)."""
-    return max(interval_ms, FAILING_MIN_WINDOW_MS // 2, evaluation_ms) + 2 * evaluation_ms
+    failing window: a burn needs only two failures), the other monitors behind the path up to one
+    probe interval later, and the path group's verdict reaches the monitor's group one evaluation
+    later."""
+    return max(interval_ms, FAILING_MIN_WINDOW_MS // 2, evaluation_ms) + evaluation_ms
 
 
 def _sel(slo: MonitorSLO, metric: str, *extra: tuple[str, str]) -> str:
