@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from route_monitor.kube.apierrors import unreachable
 from route_monitor.spec.request import RefKind
+from route_monitor.waits import wait_event
 
 log = logging.getLogger(__name__)
 ObjectKey = tuple[RefKind, str, str]
@@ -105,8 +105,7 @@ class ReferenceWatches:
         """What is known of ``obj``, after its first read (at most ``wait`` seconds)."""
         first = self._first.get(obj)
         if first is not None and not first.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(first.wait(), wait)
+            await wait_event(first, wait)
         return self._seen.get(obj, Seen("pending"))
 
     async def close(self) -> None:

@@ -32,6 +32,7 @@ from route_monitor.files.fileplan import plan
 from route_monitor.files.rulefiles import write_rules
 from route_monitor.probe.engine import ProbeEngine
 from route_monitor.probe.metrics import ProbeMetrics
+from route_monitor.waits import wait_event
 
 MONITORS = """\
 apiVersion: routemonitor.io/v1alpha1
@@ -144,9 +145,7 @@ async def demo(address: tuple[str, int], duration: float, *, tty: bool, color: b
                 engine.set_monitor(m.spec, m.target)
             every = 1.0 if tty else 10.0
             while not stop.is_set():
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=every)
-                except TimeoutError:
+                if not await wait_event(stop, every):
                     if tty:
                         print(CLEAR + header + render(tracker, color=color), flush=True)
                     else:

@@ -47,6 +47,7 @@ from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.tls.contexts import TLSContexts
 from route_monitor.probe.tls.trust import TrustError, contexts_from_env
+from route_monitor.waits import wait_event
 
 RELOAD_POLL_SECONDS = 1.0
 PATH_RULES_FILE = "route-monitor-paths.rules.yml"
@@ -195,11 +196,8 @@ class Standalone:
         seen = fingerprint([*self.paths, *self.watched])
         while not stop.is_set():
             self.alive_at = time.monotonic()
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=self.poll)
+            if await wait_event(stop, self.poll):
                 return
-            except TimeoutError:
-                pass
             now = fingerprint([*self.paths, *self.watched])
             if now == seen:
                 continue

@@ -23,7 +23,6 @@ writes only for what changed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -41,6 +40,7 @@ from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.outputs import scrapes
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
+from route_monitor.waits import wait_event
 
 log = logging.getLogger("route_monitor.operator.outputs.scrapesync")  # the logger name in earlier versions' logs
 ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
@@ -244,8 +244,7 @@ class ScrapeTargets:
         loop = asyncio.get_running_loop()
         due = loop.time() + self._interval
         while loop.time() < due and not self._kicked.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kicked.wait(), timeout=min(1.0, max(0.0, due - loop.time())))
+            await wait_event(self._kicked, min(1.0, max(0.0, due - loop.time())))
             if self._monitored() != seen:
                 return
 

@@ -25,7 +25,6 @@ share back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
@@ -38,6 +37,7 @@ from route_monitor.kube.leaseapi import LeaseRequests
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.operator.replicas.leases import LeaseTable
 from route_monitor.operator.replicas.sharding import Shard
+from route_monitor.waits import wait_event
 
 log = logging.getLogger("route_monitor.operator.replicas.membership")  # the logger name in earlier versions' logs
 SELECTOR = {names.LABEL_MEMBER: "true"}
@@ -162,8 +162,7 @@ class Membership:
     async def _renew(self) -> None:
         s = self.settings
         while True:
-            with contextlib.suppress(TimeoutError):  # a renewal, or the blind mark changed
-                await asyncio.wait_for(self._mark_now.wait(), timeout=s.renew)
+            await wait_event(self._mark_now, s.renew)  # a renewal, or the blind mark changed
             self._mark_now.clear()
             try:
                 try:
@@ -210,8 +209,7 @@ class Membership:
             deadline = self._table.next_deadline()
             wait = self.settings.renew if deadline is None else max(deadline - self._clock(), 0.0) + 0.01
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            await wait_event(self._wake, wait)
             self._recompute()
             for name, uid in self._table.abandoned(self.settings.abandoned_after):
                 self._table.remove(name)
