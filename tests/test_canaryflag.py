@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from lightkube import KubeConfig
 
 from route_monitor.cli.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.operator import apiserver_of
+from route_monitor.kube import kubeconfig as kc
 
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -60,8 +60,8 @@ def test_standalone_outside_a_cluster_has_no_default_canary() -> None:
     assert in_cluster({}) is None and canary_settings(None, None) is None
 
 
-def kubeconfig(cluster: dict[str, object]) -> KubeConfig:
-    return KubeConfig.from_dict({
+def kubeconfig(cluster: dict[str, object]) -> kc.KubeConfig:
+    return kc.from_dict({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "c", "cluster": {"server": "https://api.example.com:6443", **cluster}}],
         "users": [{"name": "u", "user": {"token": "t"}}],

@@ -33,12 +33,12 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from tests.support.chaos import Churn, Footprint, divergence, footprint
 from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster
 from tests.support.faultproxy import FaultProxy
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, admin_client, annotations, get, route
+from tests.support.resources import RouteMonitor
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 

@@ -31,10 +31,10 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.cluster import ADMIN_TOKEN, Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target
+from tests.support.resources import PrometheusRule, RouteMonitor
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

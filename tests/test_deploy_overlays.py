@@ -40,13 +40,13 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding, RoleBi
 from route_monitor.cli.commands.doctor import rule_labels_of
 from route_monitor.cli.doctor import Generated, check_all, selects
 from route_monitor.cli.main import parse
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from route_monitor.probe.tls.trust import ENV_CA_FILES, ca_files
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, Cluster, kubeconfig, start_cluster
 from tests.support.kustomize import LAYOUTS, of_kind, render
 from tests.support.net import wait_for
 from tests.support.operator import Target, admin_client, annotations, get, route, running_operator
+from tests.support.resources import PrometheusRule, RouteMonitor
 from tests.support.scc import admit_restricted_v2
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")

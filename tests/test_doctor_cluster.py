@@ -26,12 +26,11 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.cli.commands.doctor import Prometheus, ServiceMonitor
-from route_monitor.kube.writer import RouteMonitor
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, ROOT, Cluster
 from tests.support.net import wait_for
 from tests.support.operator import admin_client
+from tests.support.resources import Prometheus, RouteMonitor, ServiceMonitor
 
 pytestmark = pytest.mark.cluster
 BASE = ROOT / "deploy" / "base"

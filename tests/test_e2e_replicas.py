@@ -42,13 +42,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
 from route_monitor.cli.demo_targets import healthy
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
 from tests.support.e2e import EveryNth
 from tests.support.net import wait_for
 from tests.support.operator import Operator, admin_client, annotations, get, route
 from tests.support.prometheus import Prometheus, run_prometheus
+from tests.support.resources import PrometheusRule, RouteMonitor
 from tests.support.servers import Targets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.prometheus, pytest.mark.timeout(300)]

@@ -53,7 +53,6 @@ from alert_rules import names
 from alert_rules.model import DEFAULT_EVALUATION_MS
 from alert_rules.path_rules import settle_ms
 from route_monitor.cli.demo_targets import Reply
-from route_monitor.kube.writer import PrometheusRule
 from tests.support import dnsserver
 from tests.support.cluster import Cluster
 from tests.support.gateway import gateway, httproute, set_parent_status
@@ -67,6 +66,7 @@ from tests.support.prometheus import (
     run_alertmanager,
     run_prometheus,
 )
+from tests.support.resources import PrometheusRule
 from tests.support.servers import Targets
 from tests.support.shardproxy import Shard
 from tests.support.sink import PAGERDUTY_PATH, TICKET_PATH, recording_server

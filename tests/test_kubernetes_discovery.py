@@ -45,8 +45,6 @@ from lightkube.resources.core_v1 import Endpoints, Namespace, Service, ServiceAc
 
 from alert_rules import names
 from alert_rules.operator_alerts import OPERATOR_DOWN
-from route_monitor.kube.writer import PrometheusRule, Route
-from route_monitor.operator.outputs.scrapesync import ServiceMonitor
 from tests.support import kustomize, upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, KUBE_BIN, OPERATOR_USER, Cluster, start_cluster
 from tests.support.kubesd import KubernetesSD, discovering
@@ -64,6 +62,7 @@ from tests.support.promcfg import (
     selects,
 )
 from tests.support.promoperator import enforced_rule_groups, run_enforcing_prometheus
+from tests.support.resources import PrometheusRule, Route, ServiceMonitor
 
 LAYOUTS = sorted(set(kustomize.LAYOUTS) - {"base"})
 ENFORCING = {"openshift-user-workload"}

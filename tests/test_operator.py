@@ -34,7 +34,6 @@ from lightkube.resources.core_v1 import Service
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
@@ -47,6 +46,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import PrometheusRule, Route, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

@@ -12,21 +12,23 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lightkube import AsyncClient, Client, KubeConfig
+from lightkube import Client
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest, transport
 from route_monitor.kube.metrics import OperatorMetrics
-from route_monitor.kube.writer import KubeWriter, Route, RouteMonitor
+from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.world import World
 from tests.support.cluster import Cluster
 from tests.support.engine import RecordingEngine
 from tests.support.operator import admin_client, annotations, route
+from tests.support.resources import Route, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 
@@ -47,14 +49,12 @@ def test_a_changed_annotation_is_applied_at_once_though_the_world_holds_an_older
     admin.create(route(ns, "web", "web.example.com", annotations(slo="99.9")))
 
     async def go() -> int:
-        config = KubeConfig.from_file(cluster.admin_kubeconfig)
+        config = kc.from_file(cluster.admin_kubeconfig)
         pool = transport.for_config(config)
-        assert pool is not None
-        client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
         metrics = OperatorMetrics(CollectorRegistry())
         direct = rest.for_config(config, pool.session)
         assert direct is not None
-        kube = KubeWriter(client, metrics, rest=direct)
+        kube = KubeWriter(metrics, rest=direct)
         world = World()
         reconciler = Reconciler(world=world, settings=OperatorSettings(), kube=kube, engine=RecordingEngine(),
                                 metrics=metrics, schedule=lambda key, delay: None)
@@ -71,7 +71,7 @@ def test_a_changed_annotation_is_applied_at_once_though_the_world_holds_an_older
             await reconciler.reconcile((ns, "web"))  # raised RetryLater before: "its watch event decides"
             return len(world.monitors)
         finally:
-            await client.close()
+            await pool.aclose()
 
     known = asyncio.run(go())
     assert _objective(admin, ns, "web") == "99.5"

@@ -27,20 +27,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from lightkube import AsyncClient, Client, KubeConfig
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 
 from alert_rules import names
-from route_monitor.kube import transport
-from route_monitor.kube.writer import RouteMonitor
+from route_monitor.kube import kubeconfig as kc
+from route_monitor.kube import rest, transport
 from route_monitor.operator.refwatch import ReferenceWatches
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, Cluster
 from tests.support.faultproxy import FaultProxy
 from tests.support.net import free_port, wait_for
 from tests.support.operator import VENV_BIN, Operator, Target, condition, wait_monitor
+from tests.support.resources import RouteMonitor
 
 NS = "connections"
 LEASE_NS = "route-monitor"
@@ -135,8 +136,10 @@ async def test_a_reference_watch_keeps_trying_while_the_api_cannot_be_reached(
     kube.create(Secret(metadata=ObjectMeta(name="later", namespace=NS), stringData={"password": "pw-later"}))
     api = urlsplit(cluster.server)
     proxy = FaultProxy(api.hostname or "127.0.0.1", api.port or 443)
-    config = KubeConfig.from_file(str(proxy.kubeconfig(tmp_path / "kubeconfig", ADMIN_TOKEN, "admin")))
-    client = AsyncClient(config=config, transport=transport.for_config(config))
+    config = kc.from_file(str(proxy.kubeconfig(tmp_path / "kubeconfig", ADMIN_TOKEN, "admin")))
+    pool = transport.for_config(config)
+    client = rest.for_config(config, pool.session, pool.watch_session)
+    assert client is not None
     watches = ReferenceWatches(client, on_change=lambda keys: None, retry=0.3)
     later = ("secret", NS, "later")
     proxy.unplug()
@@ -155,7 +158,7 @@ async def test_a_reference_watch_keeps_trying_while_the_api_cannot_be_reached(
             assert seen.state == "found" and seen.data["password"] == b"pw-later"
     finally:
         await watches.close()
-        await client.close()
+        await pool.aclose()
         proxy.close()
 
 

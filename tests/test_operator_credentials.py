@@ -34,7 +34,6 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role, RoleBin
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.authtargets import AuthTarget, PrivateCA
 from tests.support.cluster import OPERATOR_USER, ROOT, Cluster
 from tests.support.net import wait_for
@@ -47,6 +46,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import PrometheusRule, RouteMonitor
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 GRANTED, READER, DENIED = "creds-granted", "creds-reader", "creds-denied"

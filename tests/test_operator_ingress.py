@@ -27,7 +27,6 @@ from lightkube.resources.networking_v1 import Ingress
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from tests.support.gateway import Gateway, HTTPRoute, gateway, httproute, ingress, set_parent_status
 from tests.support.net import wait_for
 from tests.support.operator import (
@@ -39,6 +38,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import PrometheusRule, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

@@ -22,7 +22,6 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import Route, RouteMonitor
 from tests.support.net import wait_for
 from tests.support.operator import (
     Operator,
@@ -34,6 +33,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import Route, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 WINDOW = "0 2 * * SUN 2h Europe/Paris"

@@ -27,7 +27,6 @@ from lightkube.types import PatchType
 
 import alert_rules
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from route_monitor.spec.monitor import parse_routemonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
@@ -43,6 +42,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import PrometheusRule, Route, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

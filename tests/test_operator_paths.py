@@ -21,7 +21,6 @@ from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.kube.writer import Route
 from tests.support.gateway import HTTPRoute, gateway, httproute, set_parent_status
 from tests.support.net import wait_for
 from tests.support.operator import (
@@ -31,6 +30,7 @@ from tests.support.operator import (
     route,
     wait_monitor,
 )
+from tests.support.resources import Route
 
 pytestmark = pytest.mark.cluster
 

@@ -27,11 +27,11 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, annotations, route
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

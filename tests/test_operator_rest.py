@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import AsyncClient, KubeConfig
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest, transport
-from route_monitor.kube.apierrors import status_code
+from route_monitor.kube.apierrors import ApiError, status_code
 from route_monitor.kube.metrics import OperatorMetrics
-from route_monitor.kube.writer import KubeWriter, RouteMonitor
+from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator import plan
 from route_monitor.spec.monitor import parse_routemonitor
 from route_monitor.targets.annotations import monitor_manifest
 from tests.support.cluster import ADMIN_TOKEN, Cluster, kubeconfig
 from tests.support.operator import admin_client
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 
@@ -42,22 +42,20 @@ def _route(ns: str, name: str) -> dict[str, Any]:
             "spec": {"host": "example.com", "to": {"kind": "Service", "name": name}}}
 
 
-async def _writer(config: KubeConfig) -> tuple[KubeWriter, AsyncClient]:
+async def _writer(config: kc.KubeConfig) -> tuple[KubeWriter, transport.Pools]:
     pool = transport.for_config(config)
-    assert pool is not None
-    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
     direct_path = rest.for_config(config, pool.session)
     assert direct_path is not None
-    return KubeWriter(client, OperatorMetrics(CollectorRegistry()), rest=direct_path), client
+    return KubeWriter(OperatorMetrics(CollectorRegistry()), rest=direct_path), pool
 
 
 def _run(cluster: Cluster, body: Callable[[KubeWriter], Any]) -> Any:
     async def go() -> Any:
-        writer, client = await _writer(KubeConfig.from_file(cluster.admin_kubeconfig))
+        writer, client = await _writer(kc.from_file(cluster.admin_kubeconfig))
         try:
             return await body(writer)
         finally:
-            await client.close()
+            await client.aclose()
     return asyncio.run(go())
 
 
@@ -102,13 +100,13 @@ def test_a_refused_token_is_an_api_error_401(cluster: Cluster, tmp_path: Path) -
     bad.write_text(yaml.safe_dump(kubeconfig(cluster.server, "not-a-token", "nobody")))
 
     async def go() -> int | None:
-        writer, client = await _writer(KubeConfig.from_file(bad))
+        writer, client = await _writer(kc.from_file(bad))
         try:
             await writer.patch_status("default", "x", {"url": "x"})
         except ApiError as e:
             return status_code(e)
         finally:
-            await client.close()
+            await client.aclose()
         return None
 
     assert asyncio.run(go()) == 401
@@ -138,5 +136,5 @@ def test_the_token_file_is_read_again_when_the_kubelet_rotates_it(tmp_path: Path
 def test_users_authenticated_through_a_plugin_get_no_direct_path(user: dict[str, Any], direct: bool) -> None:
     """Exec plugins and auth providers: the operator refuses them at start (``unsupported_user``);
     a token, a token file, a client certificate, basic auth or no credentials at all go direct."""
-    config = KubeConfig.from_dict(kubeconfig("https://127.0.0.1:6443", "", "u", credentials=user))
+    config = kc.from_dict(kubeconfig("https://127.0.0.1:6443", "", "u", credentials=user))
     assert (rest.for_config(config, lambda: None) is not None) == direct  # type: ignore[arg-type,return-value]

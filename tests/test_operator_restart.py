@@ -23,10 +23,10 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, annotations, condition, get, route
+from tests.support.resources import PrometheusRule, Route, RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

@@ -29,11 +29,11 @@ from lightkube import Client
 from lightkube.resources.coordination_v1 import Lease
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, condition, new_namespace
+from tests.support.resources import RouteMonitor
 from tests.support.watch import MonitorWatch
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lightkube import KubeConfig
 
 from route_monitor.cli.commands.operator import settings_from_args
 from route_monitor.cli.main import build_parser
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest
 from tests.support.cluster import kubeconfig
 
@@ -88,7 +88,7 @@ def test_an_exec_plugin_user_is_refused_at_start_with_one_line(tmp_path: Path) -
 
 
 def test_a_user_name_and_password_are_sent_as_basic_auth(tmp_path: Path) -> None:
-    config = KubeConfig.from_file(_kubeconfig(tmp_path, {"username": "ops", "password": "s3cret"}))
+    config = kc.from_file(_kubeconfig(tmp_path, {"username": "ops", "password": "s3cret"}))
     assert rest.unsupported_user(config) is None
     direct = rest.for_config(config, lambda: None)  # type: ignore[arg-type, return-value]
     assert direct is not None

@@ -18,7 +18,6 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import (
@@ -30,6 +29,7 @@ from tests.support.operator import (
     wait_monitor,
     warnings_for,
 )
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 NS = "url-targets"

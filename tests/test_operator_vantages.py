@@ -29,10 +29,10 @@ from lightkube.resources.core_v1 import Namespace, Node
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, condition, route, wait_monitor
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 

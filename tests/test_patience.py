@@ -1,6 +1,6 @@
 """Start-up requests wait for the API server (route_monitor.kube.patience): API failures are
 tried again with growing delays and logged once per try with the reason; our own bugs and a bad
-kubeconfig are not. The errors are the ones lightkube raises (its vendored httpx, ``httpx2``);
+kubeconfig are not. The errors are the ones the operator's API client raises (``kube/apierrors.py``);
 ``tests/test_chaos_apiserver.py`` starts the operator against an API that answers 500 and one
 that nothing listens for."""
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import ssl
 
-import httpx2
 import pytest
-from lightkube.core.exceptions import ConfigError
 
+from route_monitor.kube import apierrors
+from route_monitor.kube.kubeconfig import ConfigError
 from route_monitor.kube.patience import from_the_api, until_answered
 from route_monitor.operator.supervisor import error_reason
 from tests.support.apierror import api_error
@@ -35,8 +35,8 @@ async def test_api_failures_are_tried_again_with_growing_delays(caplog: pytest.L
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    call = Flaky([httpx2.ConnectError("All connection attempts failed"), api_error(500), api_error(403),
-                  httpx2.ReadTimeout("timed out"), api_error(429), api_error(503)])
+    call = Flaky([apierrors.ConnectError("All connection attempts failed"), api_error(500), api_error(403),
+                  apierrors.ReadTimeout("timed out"), api_error(429), api_error(503)])
     with caplog.at_level(logging.WARNING, logger="route_monitor.operator"):
         assert await until_answered("listing Route", call, sleep=sleep) == "answer"
     assert call.calls == 7
@@ -59,11 +59,11 @@ async def test_a_bug_of_ours_is_not_retried() -> None:
 @pytest.mark.parametrize(("error", "expected"), [
     pytest.param(api_error(404), True, id="an-answer-404"),
     pytest.param(api_error(500), True, id="an-answer-500"),
-    pytest.param(httpx2.ConnectError("All connection attempts failed"), True, id="refused"),
-    pytest.param(httpx2.ConnectTimeout("timed out"), True, id="connect-timeout"),
-    pytest.param(httpx2.ReadTimeout("timed out"), True, id="read-timeout"),
-    pytest.param(httpx2.RemoteProtocolError("Server disconnected"), True, id="disconnected"),
-    pytest.param(httpx2.ReadError("Connection reset by peer"), True, id="reset"),
+    pytest.param(apierrors.ConnectError("All connection attempts failed"), True, id="refused"),
+    pytest.param(apierrors.ConnectTimeout("timed out"), True, id="connect-timeout"),
+    pytest.param(apierrors.ReadTimeout("timed out"), True, id="read-timeout"),
+    pytest.param(apierrors.RemoteProtocolError("Server disconnected"), True, id="disconnected"),
+    pytest.param(apierrors.ReadError("Connection reset by peer"), True, id="reset"),
     pytest.param(ConnectionResetError(104, "Connection reset by peer"), True, id="socket-reset"),
     pytest.param(TimeoutError(), True, id="socket-timeout"),
     pytest.param(ssl.SSLError(1, "handshake failure"), True, id="tls-failed"),
@@ -78,8 +78,8 @@ def test_what_counts_as_the_api_failing(error: BaseException, expected: bool) ->
 
 
 @pytest.mark.parametrize(("error", "reason"), [
-    pytest.param(httpx2.ConnectError("All connection attempts failed"), "api_unavailable", id="refused"),
-    pytest.param(httpx2.ReadTimeout("timed out"), "api_unavailable", id="read-timeout"),
+    pytest.param(apierrors.ConnectError("All connection attempts failed"), "api_unavailable", id="refused"),
+    pytest.param(apierrors.ReadTimeout("timed out"), "api_unavailable", id="read-timeout"),
     pytest.param(api_error(503), "api_unavailable", id="an-answer-503"),
     pytest.param(FileNotFoundError(2, "No such file or directory"), "other", id="missing-file"),
 ])

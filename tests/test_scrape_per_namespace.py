@@ -38,14 +38,13 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Service
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, Route
-from route_monitor.operator.outputs.scrapesync import ServiceMonitor
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support import upstream_crds
 from tests.support.cluster import ADMIN_TOKEN, OPERATOR_USER, ROOT, Cluster, start_cluster
 from tests.support.net import wait_for
 from tests.support.operator import Operator, Target, admin_client, annotations, get, route
 from tests.support.promoperator import enforce_namespace, enforced_rule_groups, run_enforcing_prometheus, scrape_jobs
+from tests.support.resources import PrometheusRule, Route, ServiceMonitor
 
 pytestmark = [pytest.mark.cluster, pytest.mark.prometheus, pytest.mark.timeout(240)]
 RBAC = ROOT / "deploy" / "overlays" / "openshift-user-workload" / "scrape-per-namespace-rbac.yaml"

@@ -49,13 +49,13 @@ from prometheus_client import CollectorRegistry
 from alert_rules import names, readback
 from alert_rules.model import DAY_MS, MonitorSLO, Objective
 from alert_rules.rules import rule_groups
-from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.slo_loop import SloLoop
 from route_monitor.slo.promapi import PrometheusAPI, PromSettings
 from route_monitor.slo.state import fields
 from tests.support.cluster import ADMIN_TOKEN, Cluster
 from tests.support.history import Counter, Gauge, HistoryPrometheus, RuleBackfill, backfilled
 from tests.support.operator import Target, admin_client, condition, get, running_operator, wait_monitor
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.prometheus
 

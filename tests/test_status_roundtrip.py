@@ -25,16 +25,17 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import AsyncClient, Client, KubeConfig
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest, transport
 from route_monitor.kube.metrics import OperatorMetrics
-from route_monitor.kube.writer import KubeWriter, RouteMonitor
+from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator import status
 from route_monitor.operator.reconcile import Reconciler
 from route_monitor.operator.settings import OperatorSettings
@@ -44,6 +45,7 @@ from route_monitor.slo.state import SloStatus, SloValues
 from tests.support.cluster import ROOT, Cluster
 from tests.support.engine import RecordingEngine
 from tests.support.operator import admin_client
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 
@@ -151,16 +153,14 @@ def test_every_status_field_the_operator_writes_survives_the_api_server(cluster:
         return dict(admin.get(RouteMonitor, NAME, namespace=NS).to_dict())  # type: ignore[no-untyped-call]
 
     async def drive() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-        config = KubeConfig.from_file(cluster.operator_kubeconfig)  # the operator's RBAC, not an admin's
+        config = kc.from_file(cluster.operator_kubeconfig)  # the operator's RBAC, not an admin's
         pool = transport.for_config(config)
-        assert pool is not None
-        client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
         direct = rest.for_config(config, pool.session)
         assert direct is not None
         metrics = OperatorMetrics(CollectorRegistry())
         settings = OperatorSettings(allow_url_targets=True, status_min_interval=0, first_status_within=0)
         world, slo = World(), {}
-        reconciler = Reconciler(world=world, settings=settings, kube=KubeWriter(client, metrics, rest=direct),
+        reconciler = Reconciler(world=world, settings=settings, kube=KubeWriter(metrics, rest=direct),
                                 engine=RecordingEngine(), metrics=metrics, schedule=lambda key, delay: None,
                                 member="alpha", slo_of=slo.get)
         key, seen = (NS, NAME), []
@@ -183,7 +183,7 @@ def test_every_status_field_the_operator_writes_survives_the_api_server(cluster:
                     sent = {**sent, "locations": dict(reconciler.locations_sent(key))}
                 seen.append((step.what, sent, stored().get("status") or {}))
         finally:
-            await client.close()
+            await pool.aclose()
         return seen
 
     written: set[str] = set()

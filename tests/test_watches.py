@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import KubeConfig
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace, Service
 
 from alert_rules import names
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest, transport
-from route_monitor.kube.writer import RouteMonitor
 from route_monitor.operator.watches import Api, KindWatch, api_of
 from tests.support.cluster import Cluster, kubeconfig
 from tests.support.operator import admin_client
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 Event = tuple[str | None, str, str | None]
@@ -36,9 +36,8 @@ def _monitor(ns: str, name: str) -> dict[str, Any]:
 
 def _direct(config_path: Any) -> tuple[transport.AiohttpTransport, rest.Rest]:
     """The operator's connection pool and direct path for a kubeconfig (close the pool after)."""
-    config = KubeConfig.from_file(config_path)
+    config = kc.from_file(config_path)
     pool = transport.for_config(config)
-    assert pool is not None
     direct = rest.for_config(config, pool.session, pool.watch_session)
     assert direct is not None
     return pool, direct

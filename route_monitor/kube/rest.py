@@ -1,19 +1,20 @@
-"""The writes every new monitor costs (create, replace, status patch), sent as JSON straight to the
-API server over the operator's aiohttp pool, without lightkube's request and response objects.
+"""The operator's one client of the Kubernetes API: JSON requests straight to the API server over
+the operator's aiohttp pools (:mod:`~route_monitor.kube.transport`), answers decoded with msgspec.
 
-Profiled on a burst of 1,000 new monitors, lightkube's request building (httpx's URL parsing,
-header merging, auth flow, response wrapping) was about a third of the operator's CPU per
-monitor; the same three writes sent here cost ~1.2 ms less of client CPU per monitor
-(``benchmarks/kube_writes.py``). Same requests on the wire: same URLs, ``fieldManager``, body,
-content types; same errors to the caller (lightkube's ``ApiError`` for an answer >= 400, the
-``httpx2`` transport errors the supervisor and patience already classify).
+Every request the operator makes goes here: the watches and their lists, the writes each monitor
+costs (create, replace, status patch), Leases, Events, deletes with a uid precondition, the
+per-namespace scrape objects. Profiled on a burst of 1,000 new monitors, lightkube's request
+building (httpx's URL parsing, header merging, auth flow, response wrapping) was about a third of
+the operator's CPU per monitor; the same three writes sent here cost ~1.2 ms less of client CPU
+per monitor (``benchmarks/kube_writes.py``). An answer >= 400 raises
+:class:`~route_monitor.kube.apierrors.ApiError`; no answer, one of
+:class:`~route_monitor.kube.apierrors.Unreachable`'s kinds.
 
-Also the operator's watches (:mod:`~route_monitor.operator.watches`). The credentials it
-sends: a bearer token, a token file (the service account's, re-read when it changes, as the
-kubelet rotates it), a client certificate (in the TLS context) or a user name and password.
-Kubeconfig users that authenticate through an exec plugin or an auth provider cannot run the
-operator (:func:`unsupported_user` says so at start; kopf, which watched before, could not log
-them in either).
+The credentials it sends (:mod:`~route_monitor.kube.kubeconfig`): a bearer token, a token file
+(the service account's, re-read when it changes, as the kubelet rotates it), a client certificate
+(in the TLS context) or a user name and password. Kubeconfig users that authenticate through an
+exec plugin or an auth provider cannot run the operator (:func:`unsupported_user` says so at
+start; kopf, which watched before, could not log them in either).
 """
 
 from __future__ import annotations
@@ -25,22 +26,21 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
-import httpx2
 import msgspec
-from lightkube import KubeConfig
-from lightkube.core.generic_client import GenericClient
 
 from alert_rules import names
+from route_monitor.kube.apierrors import from_answer
+from route_monitor.kube.kubeconfig import KubeConfig
 from route_monitor.kube.transport import mapped_errors
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder().decode
-"""msgspec (lightkube's own JSON library): a PrometheusRule (~11 KiB) encoded and decoded in
+"""msgspec: a PrometheusRule (~11 KiB) encoded and decoded in
 22 us, against 131 us with the standard library's json."""
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=10.0)
-"""lightkube's default: 10 s to connect and between reads."""
+"""10 s to connect (or wait for a pooled connection) and between reads."""
 
 
 class BearerToken:
@@ -95,8 +95,10 @@ class Rest:
     through ``watch_session()`` (a pool of their own, :mod:`~route_monitor.kube.transport`)."""
 
     def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken | BasicAuth, *,
-                 watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> None:
+                 watch_session: Callable[[], aiohttp.ClientSession] | None = None,
+                 timeout: aiohttp.ClientTimeout = _TIMEOUT) -> None:
         self._server = server.rstrip("/")
+        self._timeout = timeout
         self._session = session
         self._watch_session = watch_session or session
         self._auth = auth
@@ -114,16 +116,17 @@ class Rest:
     async def get(self, where: str, query: Mapping[str, str]) -> dict[str, Any]:
         return await self._request("GET", self._server + where + "?" + urlencode(query), None, self._headers())
 
-    async def watch(self, where: str, query: Mapping[str, str], read_timeout: float) -> AsyncIterator[dict[str, Any]]:
+    async def watch(self, where: str, query: Mapping[str, str],
+                    read_timeout: float | None) -> AsyncIterator[dict[str, Any]]:
         """The events of a watch (``{"type": ..., "object": ...}``), as the API server streams them,
         until it ends the stream; an answer >= 400 raises as :meth:`get` does."""
         url = self._server + where + "?" + urlencode({**query, "watch": "true"})
-        timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT.connect, sock_read=read_timeout)
+        timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.connect, sock_read=read_timeout)
         with mapped_errors("GET", url):
             async with self._watch_session().get(url, headers=self._headers(), timeout=timeout,
                                                  allow_redirects=False) as response:
                 if response.status >= 400:
-                    _raise("GET", url, response.status, list(response.raw_headers), await response.read())
+                    raise from_answer(response.status, await response.read(), method="GET", url=url)
                 rest = b""
                 async for chunk in response.content.iter_any():
                     lines = (rest + chunk).split(b"\n")
@@ -132,6 +135,23 @@ class Rest:
                         if line.strip():
                             event: dict[str, Any] = _DECODE(line)
                             yield event
+
+    async def list(self, where: str, query: Mapping[str, str], *, chunk: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Every item of the collection ``where`` (asked for in pages of ``chunk``) and the
+        resourceVersion of the listing, to watch from."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            page = await self.get(where, {**query, "limit": str(chunk), **({"continue": token} if token else {})})
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    async def delete(self, item: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """DELETE with ``body`` (DeleteOptions: preconditions, propagation); no field manager."""
+        return await self._request("DELETE", self._server + item, _ENCODE(body), self._headers(JSON))
 
     async def create(self, collection: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self._send("POST", collection, body, JSON)
@@ -147,36 +167,28 @@ class Rest:
                                    self._headers(content_type))
 
     async def _request(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, Any]:
-        """One request on the short-request pool; its JSON answer, or the error lightkube raises."""
+        """One request on the short-request pool; its JSON answer, or :class:`ApiError`."""
         with mapped_errors(method, url):
-            async with self._session().request(method, url, data=data, headers=headers, timeout=_TIMEOUT,
+            async with self._session().request(method, url, data=data, headers=headers, timeout=self._timeout,
                                                allow_redirects=False) as response:
                 content = await response.read()
-                status, answer_headers = response.status, list(response.raw_headers)
+                status = response.status
         if status >= 400:
-            _raise(method, url, status, answer_headers, content)
+            raise from_answer(status, content, method=method, url=url)
         answer: dict[str, Any] = _DECODE(content)
         return answer
 
 
-def _raise(method: str, url: str, status: int, headers: list[tuple[bytes, bytes]], content: bytes) -> None:
-    """The error lightkube raises for this answer: ``ApiError`` (with the Status) or httpx's."""
-    response = httpx2.Response(status, headers=headers, content=content, request=httpx2.Request(method, url))
-    GenericClient.raise_for_status(response)  # type: ignore[no-untyped-call]
-    raise AssertionError(f"HTTP {status} not raised")  # pragma: no cover - raise_for_status raises >= 400
-
-
 def unsupported_user(config: KubeConfig) -> str | None:
     """Why the operator cannot authenticate as ``config``'s current user, or None when it can."""
-    single = config.get()
-    user = single.user if single is not None else None
-    if single is None or user is None:
-        return None  # no user: in-cluster configuration, or anonymous with a client certificate
-    how = f"an exec plugin ({user.exec.command})" if user.exec is not None else \
+    user = config.user
+    if user is None:
+        return None  # no user: anonymous, or a client certificate only
+    how = f"an exec plugin ({user.exec_command})" if user.exec_command is not None else \
         "an auth provider" if user.auth_provider else None
     if how is None:
         return None
-    return (f"the user of context {single.context_name!r} authenticates through {how}; the operator needs a "
+    return (f"the user of context {config.context_name!r} authenticates through {how}; the operator needs a "
             "token, a token file, a client certificate, a user name and password, or the in-cluster service account")
 
 
@@ -184,13 +196,12 @@ def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
                watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> Rest | None:
     """The direct path for ``config``'s current context, or None when the operator cannot
     authenticate as its user (:func:`unsupported_user`)."""
-    single = config.get()
-    user = single.user if single is not None else None
-    if single is None or unsupported_user(config) is not None:
+    user = config.user
+    if unsupported_user(config) is not None:
         return None
     auth: BearerToken | BasicAuth = BearerToken()
     if user is not None and user.username and user.password:
         auth = BasicAuth(user.username, user.password)
     elif user is not None:
         auth = BearerToken(token=user.token, token_file=user.token_file)
-    return Rest(single.cluster.server, session, auth, watch_session=watch_session)
+    return Rest(config.cluster.server, session, auth, watch_session=watch_session)

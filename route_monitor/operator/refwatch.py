@@ -19,15 +19,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import ConfigMap, Secret
-
-from route_monitor.kube.apierrors import unreachable
+from route_monitor.kube.apierrors import ApiError, unreachable
+from route_monitor.kube.rest import Rest, path
 from route_monitor.spec.request import RefKind
 from route_monitor.waits import wait_event
 
@@ -56,7 +53,7 @@ def decode(kind: RefKind, obj: Any) -> dict[str, bytes]:
 
 
 class ReferenceWatches:
-    def __init__(self, client: AsyncClient, on_change: Callable[[set[MonitorKey]], None], *,
+    def __init__(self, client: Rest, on_change: Callable[[set[MonitorKey]], None], *,
                  retry: float = 10.0, server_timeout: int = 300) -> None:
         self._client = client
         self._on_change = on_change
@@ -128,15 +125,15 @@ class ReferenceWatches:
 
     async def _watch(self, obj: ObjectKey) -> None:
         kind, namespace, name = obj
-        res: Any = Secret if kind == "secret" else ConfigMap
+        collection = path("", "v1", "secrets" if kind == "secret" else "configmaps", namespace)
         while True:
             version: str | None = None
             try:
-                got = await self._client.get(res, name, namespace=namespace)
-                version = got.metadata.resourceVersion if got.metadata else None
+                got = await self._client.get(f"{collection}/{name}", {})
+                version = (got.get("metadata") or {}).get("resourceVersion")
                 self._set(obj, Seen("found", decode(kind, got)))
             except ApiError as e:
-                code = e.status.code if e.status is not None else None
+                code = e.status
                 if code not in (403, 404):
                     self._set(obj, Seen("error", detail=f"cannot read it: HTTP {code}"))
                     await asyncio.sleep(self._retry)
@@ -155,9 +152,7 @@ class ReferenceWatches:
                 await asyncio.sleep(self._retry)
                 continue
             try:
-                async for event, changed in self._client.watch(res, namespace=namespace, fields={"metadata.name": name},
-                                                               resource_version=version,
-                                                               server_timeout=self._server_timeout):
+                async for event, changed in self._follow(collection, name, version):
                     if event == "DELETED":
                         self._set(obj, Seen("missing"))
                     elif event in ("ADDED", "MODIFIED"):
@@ -168,3 +163,17 @@ class ReferenceWatches:
                 log.info("watch of %s %s/%s ended (%s); reading it again in %.0fs", *obj, type(e).__name__,
                          self._retry)
             await asyncio.sleep(self._retry)
+
+    async def _follow(self, collection: str, name: str, version: str | None) -> AsyncIterator[tuple[str, Any]]:
+        """The watch of ``name`` from ``version``, watched again from the last version seen when the
+        API server ends it (``timeoutSeconds``); an ERROR event raises."""
+        while True:
+            query = {"fieldSelector": f"metadata.name={name}", "timeoutSeconds": str(self._server_timeout),
+                     **({"resourceVersion": version} if version else {})}
+            async for event in self._client.watch(collection, query, read_timeout=None):
+                kind, changed = str(event.get("type")), event.get("object") or {}
+                if kind == "ERROR":
+                    raise ApiError(int(changed.get("code") or 500), str(changed.get("reason") or ""),
+                                   str(changed.get("message") or ""))
+                version = (changed.get("metadata") or {}).get("resourceVersion") or version
+                yield kind, changed

@@ -14,8 +14,8 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from alert_rules import names
-from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
 from tests.support.operator import Operator, annotations, condition, route
+from tests.support.resources import PrometheusRule, Route, RouteMonitor
 
 
 def divergence(kube: Client, ns: str) -> list[str]:

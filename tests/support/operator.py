@@ -31,9 +31,9 @@ from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
-from route_monitor.kube.writer import Route, RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.net import free_port, wait_for
+from tests.support.resources import Route, RouteMonitor
 
 VENV_BIN = Path(sys.executable).parent
 

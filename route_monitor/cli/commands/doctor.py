@@ -12,26 +12,32 @@ is a problem, 2 when the cluster cannot be read. Writes nothing.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from lightkube import ALL_NS, ApiError, Client, KubeConfig
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.authorization_v1 import SubjectAccessReview
-from lightkube.resources.core_v1 import Namespace
-
 from alert_rules import names
 from route_monitor.cli import cliargs
 from route_monitor.cli.doctor import Finding, Generated, check_all
-from route_monitor.kube.apierrors import status_code
-from route_monitor.kube.writer import PrometheusRule, Route, RouteMonitor
+from route_monitor.kube import rest as kuberest
+from route_monitor.kube import transport
+from route_monitor.kube.apierrors import ApiError, status_code
+from route_monitor.kube.resources import (
+    DEPLOYMENT,
+    NAMESPACE,
+    PROMETHEUS,
+    PROMETHEUS_RULE,
+    ROUTE,
+    ROUTE_MONITOR,
+    SERVICE_MONITOR,
+    SUBJECT_ACCESS_REVIEW,
+    Resource,
+)
+from route_monitor.kube.rest import Rest
 from route_monitor.targets import sources
 
-Prometheus = create_namespaced_resource("monitoring.coreos.com", "v1", "Prometheus", "prometheuses")
-ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
 OPERATOR_NEEDS = (
     *((s.group, s.plural, "watch") for s in sources.SOURCES),
     *((api_version.rpartition("/")[0], plural, "watch") for api_version, _, plural in sources.DEPENDENCIES.values()),
@@ -49,36 +55,37 @@ def add_arguments(do: argparse.ArgumentParser) -> None:
     cliargs.output_flag(do)
 
 
-def _items(client: Client, res: Any, namespace: str | None = ALL_NS) -> list[dict[str, Any]] | None:
-    """Objects as dicts (``namespace=None``: a cluster-scoped kind); None when the API is not served (404)."""
+async def _items(client: Rest, res: Resource, namespace: str | None = None) -> list[dict[str, Any]] | None:
+    """Objects as dicts (``namespace=None``: all namespaces, or a cluster-scoped kind); None when
+    the API is not served (404)."""
     try:
-        listing = client.list(res) if namespace is None else client.list(res, namespace=namespace)
-        return [o.to_dict() if hasattr(o, "to_dict") else dict(o) for o in listing]
-    except Exception as e:  # an API group not served answers a plain 404, not an ApiError
+        items, _ = await client.list(res.collection(namespace), {})
+        return items
+    except Exception as e:
         if status_code(e) == 404:
             return None
         raise
 
 
-def _apis(client: Client) -> tuple[list[Finding], bool]:
+async def _apis(client: Rest) -> tuple[list[Finding], bool]:
     out: list[Finding] = []
-    if _items(client, RouteMonitor) is None:
+    if await _items(client, ROUTE_MONITOR) is None:
         out.append(Finding("problem", "the RouteMonitor CRD is not installed (kubectl apply -k deploy/)"))
-    if _items(client, Route) is None:
+    if await _items(client, ROUTE) is None:
         out.append(Finding("ok", "no OpenShift Route API here: Services, URLs and RouteMonitors still work"))
-    have_prom = _items(client, PrometheusRule) is not None
+    have_prom = await _items(client, PROMETHEUS_RULE) is not None
     if not have_prom:
         out.append(Finding("problem", "prometheus-operator's CRDs (monitoring.coreos.com/v1) are not installed: "
                            "no PrometheusRule can be applied; RouteMonitors report RulesApplied=False"))
     return out, have_prom
 
 
-def _operator(client: Client, ns: str) -> tuple[list[Finding], dict[str, str], str | None]:
+async def _operator(client: Rest, ns: str) -> tuple[list[Finding], dict[str, str], str | None]:
     labels = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
     try:
-        dep = client.get(Deployment, "route-monitor", namespace=ns).to_dict()
+        dep = await client.get(DEPLOYMENT.item(ns, "route-monitor"), {})
     except ApiError as e:
-        if e.status.code != 404:
+        if e.status != 404:
             raise
         missing = Finding("problem", f"no Deployment route-monitor in namespace {ns} (--operator-namespace?)")
         return [missing], labels, None
@@ -108,22 +115,23 @@ def rule_labels_of(container: dict[str, Any]) -> dict[str, str]:
     return dict(v.split("=", 1) for v in values if "=" in v)
 
 
-def _rbac(client: Client, user: str) -> list[Finding]:
+async def _rbac(client: Rest, user: str) -> list[Finding]:
     missing = []
     for group, resource, verb in OPERATOR_NEEDS:
         res, _, sub = resource.partition("/")
         namespace = user.split(":")[2]
         groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"]
-        review: Any = SubjectAccessReview.from_dict({"spec": {"user": user, "groups": groups, "resourceAttributes": {
-            "group": group, "resource": res, "subresource": sub, "verb": verb}}})
+        review = {"apiVersion": SUBJECT_ACCESS_REVIEW.api_version, "kind": SUBJECT_ACCESS_REVIEW.kind,
+                  "spec": {"user": user, "groups": groups, "resourceAttributes": {
+                      "group": group, "resource": res, "subresource": sub, "verb": verb}}}
         try:
-            answer = client.create(review)
+            answer = await client.create(SUBJECT_ACCESS_REVIEW.collection(), review)
         except ApiError as e:
-            if e.status.code == 403:
+            if e.status == 403:
                 return [Finding("warning", "cannot check the operator's RBAC: you may not create "
                                 "SubjectAccessReviews")]
             raise
-        if not (answer.status and answer.status.allowed):
+        if not (answer.get("status") or {}).get("allowed"):
             missing.append(f"{verb} {resource}")
     if missing:
         return [Finding("problem", f"the operator ({user}) may not: {', '.join(missing)} (apply "
@@ -131,26 +139,38 @@ def _rbac(client: Client, user: str) -> list[Finding]:
     return [Finding("ok", f"the operator ({user}) has the permissions it needs")]
 
 
-def diagnose(client: Client, operator_namespace: str) -> list[Finding]:
-    findings, have_prom = _apis(client)
-    found, rule_labels, user = _operator(client, operator_namespace)
+async def diagnose(client: Rest, operator_namespace: str) -> list[Finding]:
+    findings, have_prom = await _apis(client)
+    found, rule_labels, user = await _operator(client, operator_namespace)
     findings += found
     if user is not None:
-        findings += _rbac(client, user)
+        findings += await _rbac(client, user)
     if not have_prom:
         return findings
-    monitors = _items(client, RouteMonitor) or []
+    monitors = await _items(client, ROUTE_MONITOR) or []
     namespaces = tuple(sorted({str(m["metadata"]["namespace"]) for m in monitors}))
     try:
         ns_labels = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {})
-                     for n in _items(client, Namespace, namespace=None) or []}
+                     for n in await _items(client, NAMESPACE) or []}
     except ApiError:
         ns_labels = {}
-    sms = _items(client, ServiceMonitor, namespace=operator_namespace) or []
+    sms = await _items(client, SERVICE_MONITOR, namespace=operator_namespace) or []
     ours = [s for s in sms if (s["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "route-monitor"]
     made = Generated(rule_labels=rule_labels, rule_namespaces=namespaces,
                      service_monitor=ours[0] if ours else None)
-    return findings + check_all(_items(client, Prometheus) or [], made, ns_labels)
+    return findings + check_all(await _items(client, PROMETHEUS) or [], made, ns_labels)
+
+
+async def _diagnose_env(operator_namespace: str) -> list[Finding]:
+    """:func:`diagnose` with the caller's credentials (in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
+    config, pools = transport.load()
+    client = kuberest.for_config(config, pools.session)
+    if client is None:
+        raise transport.UnusableConfig(kuberest.unsupported_user(config) or "no usable credentials")
+    try:
+        return await diagnose(client, operator_namespace)
+    finally:
+        await pools.aclose()
 
 
 def report(findings: Iterable[Finding], out: TextIO, fmt: str = "text") -> int:
@@ -170,8 +190,7 @@ def report(findings: Iterable[Finding], out: TextIO, fmt: str = "text") -> int:
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
-        client = Client(config=KubeConfig.from_env())
-        findings = diagnose(client, args.operator_namespace)
+        findings = asyncio.run(_diagnose_env(args.operator_namespace))
     except Exception as e:  # unreachable cluster, no credentials: one line, not a traceback
         cliargs.error("doctor", f"cannot read the cluster: {e}")
         return cliargs.USAGE

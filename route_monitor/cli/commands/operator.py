@@ -19,16 +19,15 @@ import socket
 from collections.abc import Mapping
 
 import kopf
-from lightkube import AsyncClient, KubeConfig
 from prometheus_client import CollectorRegistry
 
-from alert_rules import names
 from route_monitor import logs
 from route_monitor.cli import cliargs, location
 from route_monitor.cli.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.rules import rule_defaults
 from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.kube import patience, rest, transport
+from route_monitor.kube.kubeconfig import KubeConfig
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator import slo_loop
@@ -126,21 +125,17 @@ def _prometheus(args: argparse.Namespace) -> tuple[promapi.PromSettings | None, 
 def apiserver_of(config: KubeConfig, env: Mapping[str, str] = os.environ) -> ApiServer | None:
     """The kube-apiserver as the default canary sees it: its Service in a pod, else the kubeconfig's server."""
     found = in_cluster(env)
-    single = config.get()
-    if found is not None or single is None:
+    if found is not None:
         return found
-    cluster = single.cluster
-    ca_file = cluster.certificate_auth
-    if ca_file:
-        ca_file = str(single.abs_file(ca_file))  # relative to the kubeconfig's folder
-    return ApiServer(cluster.server, ca_file, cluster.certificate_auth_data, cluster.insecure)
+    cluster = config.cluster
+    ca_file = config.abs_file(cluster.ca_file) if cluster.ca_file else None  # relative to the kubeconfig's folder
+    return ApiServer(cluster.server, ca_file, cluster.ca_data, cluster.insecure)
 
 
 async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, config: KubeConfig | None = None) -> int:
     registry = CollectorRegistry()
     operator_metrics = OperatorMetrics(registry)
     config, pool = transport.load() if config is None else (config, transport.for_config(config))
-    client = AsyncClient(config=config, field_manager=names.FIELD_MANAGER, transport=pool)
     supervisor: Supervisor | None = None
 
     def on_result(result: ProbeResult) -> None:
@@ -155,7 +150,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         if membership is not None:
             membership.set_blind(blind)
 
-    direct = rest.for_config(config, pool.session, pool.watch_session) if pool is not None else None
+    direct = rest.for_config(config, pool.session, pool.watch_session)
     if direct is None:
         raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
     where, how = await location.resolve(settings.location, os.environ.get("NODE_NAME"),
@@ -166,19 +161,19 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     canary = None if settings.canary is None else Canary(settings.canary, prober=prober, on_blind=blind_changed)
     engine = ProbeEngine(metrics=probe_metrics, max_concurrency=settings.max_concurrency,
                          on_result=on_result, prober=prober, canary=canary)
-    kube = KubeWriter(client, operator_metrics, instance=settings.member, rest=direct)
+    kube = KubeWriter(operator_metrics, instance=settings.member, rest=direct)
 
     def references_changed(keys: set[tuple[str, str]]) -> None:
         if supervisor is not None:
             for key in keys:
                 supervisor.enqueue(key)
 
-    references = ReferenceWatches(client, on_change=references_changed)
+    references = ReferenceWatches(direct, on_change=references_changed)
     slo_states: dict[tuple[str, str], SloStatus] = {}
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member, credentials=OperatorCredentials(references),
                             slo_of=None if settings.prometheus is None else slo_states.get)
-    scrape_targets = scrapesync.for_supervisor(client, kube, settings, supervisor) \
+    scrape_targets = scrapesync.for_supervisor(direct, kube, settings, supervisor) \
         if settings.scrape_per_namespace else None
 
     def membership_changed(before: Shard, after: Shard) -> None:
@@ -243,7 +238,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     finally:
         await stop_work()
         server.stop()
-        await client.close()
+        await pool.aclose()
     return 0
 
 

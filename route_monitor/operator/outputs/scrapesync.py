@@ -28,14 +28,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lightkube import ALL_NS, AsyncClient
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Endpoints, Service
-
 from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
 from route_monitor.kube.apply import Kind, Outcome, apply
+from route_monitor.kube.resources import ENDPOINTS, SERVICE, SERVICE_MONITOR, Resource, endpoint_slice
+from route_monitor.kube.rest import Rest
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.outputs import scrapes
 from route_monitor.operator.settings import OperatorSettings
@@ -43,13 +41,12 @@ from route_monitor.operator.supervisor import Supervisor
 from route_monitor.waits import wait_event
 
 log = logging.getLogger("route_monitor.operator.outputs.scrapesync")  # the logger name in earlier versions' logs
-ServiceMonitor = create_namespaced_resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")
 SLICE_VERSIONS = ("v1", "v1beta1")
 """discovery.k8s.io versions, newest first: v1 from Kubernetes 1.21, v1beta1 before (and until 1.25)."""
 
 
-def slice_resource(version: str) -> Any:
-    return create_namespaced_resource("discovery.k8s.io", version, "EndpointSlice", "endpointslices")
+def slice_resource(version: str) -> Resource:
+    return endpoint_slice(version)
 
 
 def _plural(kind: str) -> str:
@@ -58,9 +55,9 @@ def _plural(kind: str) -> str:
 
 
 class ScrapeObjects:
-    def __init__(self, client: AsyncClient, kube: KubeWriter, *, operator_namespace: str, metrics_service: str,
+    def __init__(self, rest: Rest, kube: KubeWriter, *, operator_namespace: str, metrics_service: str,
                  namespaces: tuple[str, ...] = ()) -> None:
-        self._client = client
+        self._rest = rest
         self._kube = kube
         self._operator_namespace = operator_namespace
         self._metrics_service = metrics_service
@@ -72,10 +69,10 @@ class ScrapeObjects:
         """Namespaces holding our scrape objects."""
         self._reported: set[tuple[str, str]] = set()
 
-    def _res(self, kind: str) -> Any:
+    def _res(self, kind: str) -> Resource:
         if kind == "EndpointSlice":
             return slice_resource(self.slice_version or SLICE_VERSIONS[0])
-        return {"Service": Service, "Endpoints": Endpoints, "ServiceMonitor": ServiceMonitor}[kind]
+        return {"Service": SERVICE, "Endpoints": ENDPOINTS, "ServiceMonitor": SERVICE_MONITOR}[kind]
 
     async def start(self) -> None:
         """Detect the EndpointSlice version served here; find the namespaces holding our objects."""
@@ -87,9 +84,7 @@ class ScrapeObjects:
     async def _detect_version(self) -> None:
         for version in SLICE_VERSIONS:
             try:
-                async for _ in self._client.list(slice_resource(version), namespace=self._operator_namespace,
-                                                 chunk_size=1):
-                    break
+                await self._rest.get(slice_resource(version).collection(self._operator_namespace), {"limit": "1"})
             except Exception as e:
                 if status_code(e) == 404:
                     continue
@@ -101,19 +96,19 @@ class ScrapeObjects:
 
     async def refresh_present(self) -> None:
         """Which namespaces hold our ServiceMonitor (another replica may have written them)."""
-        selector: dict[str, Any] = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+        selector = {"labelSelector": f"{names.LABEL_MANAGED_BY}={names.MANAGED_BY}"}
         present: set[str] = set()
-        for ns in self._namespaces or (ALL_NS,):
-            async for sm in self._client.list(ServiceMonitor, namespace=ns, labels=selector):
-                meta = sm.to_dict()["metadata"]  # type: ignore[no-untyped-call]
+        for ns in self._namespaces or (None,):
+            items, _ = await self._rest.list(SERVICE_MONITOR.collection(ns), selector)
+            for sm in items:
+                meta = sm["metadata"]
                 if meta["name"] == names.SCRAPE_OBJECT_NAME:
                     present.add(str(meta["namespace"]))
         self.present = present
 
     async def operator_endpoints(self) -> scrapes.OperatorEndpoints | None:
-        selector: dict[str, Any] = {names.LABEL_SERVICE_NAME: self._metrics_service}
-        slices = [s.to_dict() async for s in self._client.list(
-            self._res("EndpointSlice"), namespace=self._operator_namespace, labels=selector)]
+        selector = {"labelSelector": f"{names.LABEL_SERVICE_NAME}={self._metrics_service}"}
+        slices, _ = await self._rest.list(self._res("EndpointSlice").collection(self._operator_namespace), selector)
         return scrapes.operator_endpoints(slices)
 
     async def ensure(self, namespace: str, endpoints: scrapes.OperatorEndpoints) -> None:
@@ -144,14 +139,14 @@ class ScrapeObjects:
                     "prometheus-operator default) finds no target in this namespace; %s",
                     namespace, names.SCRAPE_OBJECT_NAME, error, hint)
 
-    def _kind(self, res: Any) -> Kind:
-        """``res`` for :func:`apply`, through lightkube's client."""
+    def _kind(self, res: Resource) -> Kind:
+        """``res`` for :func:`apply`."""
         async def create(obj: Mapping[str, Any]) -> dict[str, Any]:
-            return dict((await self._client.create(res.from_dict(dict(obj)))).to_dict())
+            return await self._rest.create(res.collection(str(obj["metadata"]["namespace"])), obj)
 
         async def get(namespace: str, name: str) -> dict[str, Any] | None:
             try:
-                return dict((await self._client.get(res, name, namespace=namespace)).to_dict())
+                return await self._rest.get(res.item(namespace, name), {})
             except Exception as e:
                 if status_code(e) == 404:
                     return None
@@ -159,7 +154,8 @@ class ScrapeObjects:
 
         async def replace(obj: Mapping[str, Any], uid: str, version: str) -> dict[str, Any]:
             pinned = {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": version}}
-            return dict((await self._client.replace(res.from_dict(pinned))).to_dict())
+            meta = obj["metadata"]
+            return await self._rest.replace(res.item(str(meta["namespace"]), str(meta["name"])), pinned)
 
         return Kind(create, get, replace)
 
@@ -196,7 +192,7 @@ class ScrapeObjects:
             self._known.pop((namespace, kind), None)
             res = self._res(kind)
             try:
-                existing = (await self._client.get(res, names.SCRAPE_OBJECT_NAME, namespace=namespace)).to_dict()
+                existing = await self._rest.get(res.item(namespace, names.SCRAPE_OBJECT_NAME), {})
             except Exception as e:
                 if status_code(e) == 404:
                     continue
@@ -265,11 +261,11 @@ class ScrapeTargets:
                 await self.objects.remove(ns)
 
 
-def for_supervisor(client: AsyncClient, kube: KubeWriter, settings: OperatorSettings,
+def for_supervisor(rest: Rest, kube: KubeWriter, settings: OperatorSettings,
                    supervisor: Supervisor) -> ScrapeTargets:
     """The loop for the operator: namespaces of the supervisor's monitors, owned by the owner of
     ``(namespace, "")`` among the live replicas."""
-    objects = ScrapeObjects(client, kube, operator_namespace=settings.lease_namespace,
+    objects = ScrapeObjects(rest, kube, operator_namespace=settings.lease_namespace,
                             metrics_service=settings.metrics_service, namespaces=settings.namespaces)
     return ScrapeTargets(objects, monitored=lambda: {ns for ns, _ in supervisor.world.monitors},
                          owns=lambda ns: supervisor.shard.owns((ns, "")))
