@@ -14,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -148,3 +151,15 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 def test_plugin_users_are_read_to_be_refused(user: dict[str, Any], why: str) -> None:
     found = kubeconfig.from_dict(config("https://a", {}, user))
     assert why in (rest.unsupported_user(found) or "")
+
+
+def test_doctor_refuses_a_plugin_user_with_one_line(tmp_path: Path) -> None:
+    """``doctor`` reads the cluster with the operator's client, so it asks for the same credentials."""
+    path = tmp_path / "kubeconfig"
+    plugin = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "gke-gcloud-auth-plugin"}}
+    path.write_text(yaml.safe_dump(config("https://127.0.0.1:1", {}, plugin)))
+    done = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "doctor"], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "KUBECONFIG": str(path)})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "exec plugin (gke-gcloud-auth-plugin)" in lines[0] and "Traceback" not in done.stderr

@@ -10,7 +10,7 @@ the real control plane:
   API server directly anyway, and says so in its log (proxy variables are not used for the API
   server, as kopf does not use them for its watches);
 - a reference watch whose API server cannot be reached keeps trying, one warning per try, and
-  reads the Secret once the API answers (an ``httpx2.ConnectError`` ended its task before);
+  reads the Secret once the API answers (a ``ConnectError`` once ended its task);
 - a kubeconfig that cannot be loaded ends the operator at once with one line, exit status 2.
 """
 
