@@ -19,8 +19,6 @@ start; kopf, which watched before, could not log them in either).
 
 from __future__ import annotations
 
-import base64
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -30,6 +28,10 @@ import msgspec
 
 from alert_rules import names
 from route_monitor.kube.apierrors import from_answer
+from route_monitor.kube.auth import BasicAuth as BasicAuth
+from route_monitor.kube.auth import BearerToken as BearerToken
+from route_monitor.kube.auth import UnsupportedUser as UnsupportedUser
+from route_monitor.kube.auth import unsupported_user as unsupported_user
 from route_monitor.kube.kubeconfig import KubeConfig
 from route_monitor.kube.transport import mapped_errors
 
@@ -41,40 +43,6 @@ _DECODE = msgspec.json.Decoder().decode
 22 us, against 131 us with the standard library's json."""
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=10.0)
 """10 s to connect (or wait for a pooled connection) and between reads."""
-
-
-class BearerToken:
-    """The ``Authorization`` header: a fixed token, or a token file read again when it changes."""
-
-    def __init__(self, *, token: str | None = None, token_file: str | None = None) -> None:
-        self._token, self._file = token, token_file
-        self._stamp: tuple[int, int] | None = None
-        self._header: str | None = f"Bearer {token}" if token else None
-
-    def header(self) -> str | None:
-        if self._file is None:
-            return self._header
-        stat = os.stat(self._file)  # ~2 us; a rotated token is a new file (new inode or mtime)
-        stamp = (stat.st_ino, stat.st_mtime_ns)
-        if stamp != self._stamp:
-            with open(self._file, encoding="utf-8") as f:
-                self._header = f"Bearer {f.read().strip()}"
-            self._stamp = stamp
-        return self._header
-
-
-class BasicAuth:
-    """The ``Authorization`` header of a kubeconfig user with a user name and password."""
-
-    def __init__(self, username: str, password: str) -> None:
-        self._header = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
-
-    def header(self) -> str | None:
-        return self._header
-
-
-class UnsupportedUser(Exception):
-    """The kubeconfig's user authenticates in a way the operator does not implement."""
 
 
 def path(group: str, version: str, plural: str, namespace: str | None, name: str | None = None,
@@ -177,19 +145,6 @@ class Rest:
             raise from_answer(status, content, method=method, url=url)
         answer: dict[str, Any] = _DECODE(content)
         return answer
-
-
-def unsupported_user(config: KubeConfig) -> str | None:
-    """Why the operator cannot authenticate as ``config``'s current user, or None when it can."""
-    user = config.user
-    if user is None:
-        return None  # no user: anonymous, or a client certificate only
-    how = f"an exec plugin ({user.exec_command})" if user.exec_command is not None else \
-        "an auth provider" if user.auth_provider else None
-    if how is None:
-        return None
-    return (f"the user of context {config.context_name!r} authenticates through {how}; the operator needs a "
-            "token, a token file, a client certificate, a user name and password, or the in-cluster service account")
 
 
 def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
