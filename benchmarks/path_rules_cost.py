@@ -46,7 +46,7 @@ from alert_rules import names, prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import path_rule_groups
 from alert_rules.render import to_yaml, with_header
-from route_monitor.cli.httpserver import MetricsServer
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 from tests.support.net import wait_for

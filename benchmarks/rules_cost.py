@@ -36,8 +36,8 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
-from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.files.rulefiles import write_rules
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 from tests.support.prometheus import Prometheus, run_prometheus

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.cli import location
 from route_monitor.operator import locationstatus
+from route_monitor.operator.replicas import location
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from route_monitor.cli.httpserver import MetricsServer
+from route_monitor.probe.httpserver import MetricsServer
 from tests.support.net import wait_for
 from tests.test_standalone import Proc
 

@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from alert_rules import names
 from alert_rules.model import LatencyObjective, Objective, parse_percent
 from route_monitor.cli.demo_targets import Reply
-from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import ProbeResult

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 
 from route_monitor.cli import cliargs, demo_protocols
 from route_monitor.cli import demo_targets as dt
-from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.cli.liveview import CLEAR, Tracker, render
 from route_monitor.files.fileplan import plan
 from route_monitor.files.rulefiles import write_rules
 from route_monitor.probe.engine import ProbeEngine
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.waits import wait_event
 

@@ -22,10 +22,9 @@ import kopf
 from prometheus_client import CollectorRegistry
 
 from route_monitor import logs
-from route_monitor.cli import cliargs, location
+from route_monitor.cli import cliargs
 from route_monitor.cli.canaryflag import ApiServer, CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.rules import rule_defaults
-from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.kube import patience, rest, transport
 from route_monitor.kube.kubeconfig import KubeConfig
 from route_monitor.kube.metrics import OperatorMetrics
@@ -35,6 +34,7 @@ from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
 from route_monitor.operator.outputs import scrapesync
 from route_monitor.operator.refwatch import ReferenceWatches
+from route_monitor.operator.replicas import location
 from route_monitor.operator.replicas.membership import Membership, MembershipSettings
 from route_monitor.operator.replicas.sharding import Shard
 from route_monitor.operator.settings import OperatorSettings
@@ -42,6 +42,7 @@ from route_monitor.operator.supervisor import Supervisor
 from route_monitor.operator.watches import watch_all
 from route_monitor.probe.canary import Canary, blind_gauge
 from route_monitor.probe.engine import ProbeEngine, settle_heap
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import ProbeResult

@@ -33,16 +33,17 @@ from alert_rules import durations
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
 from route_monitor import logs
-from route_monitor.cli import cliargs, location
+from route_monitor.cli import cliargs
 from route_monitor.cli.canaryflag import CanaryFlagError, canary_settings, in_cluster
 from route_monitor.cli.commands.rules import path_settings
-from route_monitor.cli.httpserver import MetricsServer
 from route_monitor.cli.transitions import Transitions
 from route_monitor.files.fileplan import Key, Options, Plan, Planned, fingerprint, parse_service_urls, plan
 from route_monitor.files.manifests import ManifestError
 from route_monitor.files.rulefiles import RuleFiles
+from route_monitor.operator.replicas import location
 from route_monitor.probe.canary import Canary, CanarySettings, blind_gauge
 from route_monitor.probe.engine import ProbeEngine, settle_heap
+from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.tls.contexts import TLSContexts
