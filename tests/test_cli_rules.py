@@ -175,7 +175,12 @@ def test_installation_wide_rule_flags(capsys: pytest.CaptureFixture[str], tmp_pa
             assert ann["runbook_url"] == (own or "https://wiki.example/rm#" + rule["alert"].lower())
             assert ann["dashboard_url"] == ("https://grafana.example/d/route-monitor-detail/?var-namespace="
                                             f"{doc['metadata']['namespace']}&var-monitor={monitor}")
-    for test in sorted(tmp_path.glob("*.test.yml")):
-        result = subprocess.run(["promtool", "test", "rules", test.name], cwd=tmp_path, capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0, result.stdout + result.stderr
+    # the flags change annotations and labels only (checked above for every alert): promtool runs the
+    # fixtures of a monitor with a runbook of its own and of one taking the installation's, in one
+    # process (each fixture replays hours of probes: all five took minutes of CPU beside other tests)
+    tests = sorted(p.name for p in tmp_path.glob("*.test.yml"))
+    assert len(tests) == len(docs), tests
+    picked = ["shop_catalog.test.yml", "shop_checkout-api.test.yml"]
+    assert set(picked) <= set(tests), tests
+    result = promtool.run(["test", "rules", *picked], cwd=tmp_path)
+    assert result.ok, result.output

@@ -5,6 +5,8 @@
   that 404, and the start's patience (``route_monitor.kube.patience``) joins again: created;
 - any other failure (a 500) reaches the caller as lightkube raised it;
 - the live set after joining is the listed Leases plus this member;
+- a renewal on its way when the replica leaves (answered 404: the Lease is gone) does not
+  join again;
 - a blind replica's Lease carries ``routemonitor.io/blind: "true"`` from its creation, and a
   renewal sends the mark (or its removal, null) with the spec; the mark counts in this replica's
   own shard once the API returned it.
@@ -125,6 +127,50 @@ async def test_a_blind_replica_marks_its_lease_and_counts_its_mark_once_written(
                 await asyncio.sleep(0.01)
         assert kube.sent[2] == {"routemonitor.io/blind": None}
         assert m.shard.blind == frozenset()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class RenewalOnItsWay(Leases):
+    """A renewal sent just before this replica leaves, reaching the API just after its delete."""
+
+    def __init__(self) -> None:
+        super().__init__(["ok"] * 10)
+        self.renewing, self.arrive = asyncio.Event(), asyncio.Event()
+        self.deleted = False
+
+    async def patch_lease(self, namespace: str, name: str, spec: Any, annotations: Any = None) -> dict[str, Any]:
+        self.renewing.set()
+        await self.arrive.wait()
+        if self.deleted:
+            self.calls.append("patch")
+            raise refused(404)
+        return await super().patch_lease(namespace, name, spec, annotations)
+
+    async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
+        self.calls.append("delete")
+        self.deleted = True
+        self.arrive.set()
+
+
+async def test_a_renewal_on_its_way_when_leaving_does_not_take_the_lease_again() -> None:
+    """Its 404 used to join again: the Lease of a replica gone was live for 15 s more, and the
+    monitors it had were probed by nobody until it expired (a rolling update's 18 s gap)."""
+    kube = RenewalOnItsWay()
+    m = Membership(leases=kube, metrics=OperatorMetrics(CollectorRegistry()),  # type: ignore[arg-type]
+                   settings=MembershipSettings(member="a", namespace="route-monitor", renew=0.01),
+                   on_change=lambda b, a: None)
+    await m.join()
+    task = asyncio.create_task(m.run())
+    try:
+        async with asyncio.timeout(2):
+            await kube.renewing.wait()
+        await m.leave()
+        async with asyncio.timeout(2):
+            while "patch" not in kube.calls:
+                await asyncio.sleep(0.01)
+        assert kube.calls == ["create", "delete", "patch"], "the Lease was taken again after leaving"
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -5,8 +5,8 @@ Two real operator processes share a namespace's monitors through Leases: monitor
 warm-up period since creation), inside a maintenance window (another one to come:
 ``nextMaintenance``) and paused. Once every status is settled, a watch of the RouteMonitors
 starts from the listed resourceVersion; one replica is SIGKILLed right after renewing its Lease
-and started again at once (well within the Lease's duration: the other never takes its
-monitors). The restarted replica logs, at debug level, each reconcile whose status was already
+and started again at once (its new process started and its imports done before the kill: well
+within the Lease's duration however loaded the machine, and the other never takes its monitors). The restarted replica logs, at debug level, each reconcile whose status was already
 right, with the probe result it was computed from: for each of its monitors, once with a probe
 result of its own is the proof that it has processed the monitor past its first probe. Then:
 no status written by the restarted replica, no event on the watch, and every resourceVersion
@@ -17,10 +17,12 @@ monitor warming up, in a window or paused).
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import signal
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,33 @@ KINDS = {  # kind -> (Probing reason, lastProbe outcome (result, reason, exclude
     "windowed": ("InMaintenance", ("failure", "http_status", "maintenance")),
     "paused": ("Paused", ("failure", "http_status", "paused")),
 }
+
+
+WARM_START = """\
+import importlib, os, sys
+importlib.import_module("route_monitor.cli.commands.operator")  # a process's start: its imports
+from route_monitor.cli.main import main
+fifo = os.open(sys.argv[1], os.O_RDONLY)  # until the test holds the other end: imported
+os.read(fifo, 1)  # until the test closes it: go
+sys.exit(main(sys.argv[2:]))
+"""
+"""The restarted replica's process, started and its imports done before the kill, then run at
+once after it: the restart the test needs is well within the Lease's duration however loaded the
+machine is (a cold start under three test workers on two cores took seconds of it)."""
+
+
+def warm(fifo: Path) -> Callable[[list[str]], list[str]]:
+    """``Operator.launch``: the operator's command line run by :data:`WARM_START`, gated on ``fifo``."""
+    os.mkfifo(fifo)
+    return lambda command: [sys.executable, "-c", WARM_START, str(fifo), *command[1:]]
+
+
+def holding(fifo: Path) -> int | None:
+    """The write end of ``fifo`` once the warm process holds its read end (its imports done), else None."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
 
 
 def utc(epoch: float) -> str:
@@ -124,12 +153,13 @@ def test_a_replica_restarted_next_to_another_rewrites_no_status_that_is_right(
     for name, kind in kinds.items():
         kube.create(monitor(ns, name, kind, up, down))
 
-    def replica(member: str) -> Operator:
+    def replica(member: str, launch: Callable[[list[str]], list[str]] | None = None) -> Operator:
         return Operator(cluster, tmp_path / f"{member}-{time.monotonic_ns()}.log",
                         ("--member-name", member, "--lease-namespace", LEASE_NS, "--namespace", ns,
-                         "--allow-url-targets", "--log-level", "debug"))
+                         "--allow-url-targets", "--log-level", "debug"), launch=launch)
 
     running = {KEEPER: replica(KEEPER), RESTARTED: replica(RESTARTED)}
+    waiting: list[Operator] = []
     watch: MonitorWatch | None = None
     try:
         for op in running.values():
@@ -143,15 +173,30 @@ def test_a_replica_restarted_next_to_another_rewrites_no_status_that_is_right(
         list_version, before = versions(kube, ns)
         watch = MonitorWatch(cluster, ns, list_version)
 
-        # kill right after a renewal: the restart has the Lease's whole duration before the keeper drops it
+        # the new process imported and waiting, then kill right after a renewal and let it go: the
+        # restart has the Lease's whole duration before the keeper drops it
+        fifo = tmp_path / "go"
+        again = replica(RESTARTED, launch=warm(fifo))
+        waiting.append(again)
+        again.spawn()
+        go: list[int] = []
+
+        def imported() -> bool:
+            fd = holding(fifo)
+            if fd is not None:
+                go.append(fd)
+            return fd is not None
+
+        wait_for(imported, timeout=60, what="the restarted replica's process imported and waiting")
         lease = f"{names.LEASE_PREFIX}{RESTARTED}"
         renewed = kube.get(Lease, lease, namespace=LEASE_NS).spec.renewTime
         wait_for(lambda: kube.get(Lease, lease, namespace=LEASE_NS).spec.renewTime != renewed, timeout=15,
                  interval=0.05, what="a renewal of the Lease")
         killed = time.monotonic()
         running[RESTARTED].stop(signal.SIGKILL)
-        running[RESTARTED] = again = replica(RESTARTED)
-        again.start()
+        running[RESTARTED] = again
+        os.close(go[0])
+        wait_for(again.ready, timeout=30, what="the restarted replica ready")
         back_in = time.monotonic() - killed
 
         mine = [name for name in kinds if owners[name] == RESTARTED]
@@ -178,6 +223,6 @@ def test_a_replica_restarted_next_to_another_rewrites_no_status_that_is_right(
     finally:
         if watch is not None:
             watch.close()
-        for op in running.values():
+        for op in [*running.values(), *waiting]:
             if op.proc is not None:
                 op.stop()

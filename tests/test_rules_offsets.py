@@ -27,6 +27,7 @@ import datetime as dt
 import json
 import re
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -104,14 +105,24 @@ def dashboard_reads() -> dict[str, str]:
     return out
 
 
-def offsets(prom: Prometheus, suffix: str, interval_s: int) -> list[float]:
-    """Each group's last evaluation, as seconds past its interval's boundary."""
+def evaluated(prom: Prometheus, suffix: str) -> list[float]:
+    """When each group of that kind last started an evaluation (Prometheus' ``lastEvaluation``,
+    epoch seconds; groups in turn: an evaluation started means the previous ones are stored);
+    a group not evaluated yet counts as 0."""
     out = []
     for g in prom.api("rules")["groups"]:
-        if g["name"].endswith(suffix) and g["lastEvaluation"][:4] != "0001":
+        if g["name"].endswith(suffix):
+            if g["lastEvaluation"][:4] == "0001":
+                out.append(0.0)
+                continue
             t = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", g["lastEvaluation"]).replace("Z", "+00:00"))
-            out.append(t.timestamp() % interval_s)
+            out.append(t.timestamp())
     return out
+
+
+def offsets(prom: Prometheus, suffix: str, interval_s: int) -> list[float]:
+    """Each group's last evaluation, as seconds past its interval's boundary."""
+    return [t % interval_s for t in evaluated(prom, suffix) if t > 0]
 
 
 def test_every_record_the_dashboards_read_exists_for_every_monitor(scaled: Prometheus) -> None:
@@ -157,9 +168,18 @@ def test_tile_subqueries_find_every_tile_at_any_offset(scaled: Prometheus) -> No
     wait_for(lambda: monitors_with(prom, f"last_over_time({hourly}[{HOUR_TILE}])") == set(MONITORS), timeout=2 * HOUR_TILE_S + 90, interval=2,
              what=hourly)
     assert len(set(round(o) for o in offsets(prom, "/long-windows", TILE_S))) >= 2, "groups at different offsets"
-    # every step of a 30m window's subquery (as the rules sum it) finds a tile, for every monitor
+    # the "hour" an hourly tile sums began after the monitors' first tiles (the first ones cover less)
+    first = max(float(s["values"][0][0]) for s in prom.query(f"{tile}[1h]"))
+    wait_for(lambda: min(evaluated(prom, "/period"), default=0.0) >= first + HOUR_TILE_S + TILE_S,
+             timeout=2 * HOUR_TILE_S + 30, interval=2, what="an hourly tile over a whole hour of tiles")
+    # every step of a 30m window's subquery (as the rules sum it) finds a tile, for every monitor:
+    # asked at a moment every tile group has evaluated past (by Prometheus' own lastEvaluation),
+    # so a group whose evaluation a loaded machine delayed is not taken for a missing tile
+    asked = time.time()
+    wait_for(lambda: min(evaluated(prom, "/long-windows"), default=0.0) >= asked + TILE_S, timeout=3 * TILE_S + 30,
+             interval=1, what="every tile group evaluated a tile after the moment asked")
     counts = {s["metric"]["monitor"]: float(s["value"][1])
-              for s in prom.query(f"count_over_time({tile}[2m:{TILE}])")}
+              for s in prom.query(f"count_over_time({tile}[2m:{TILE}])", time=asked)}
     assert counts == dict.fromkeys(MONITORS, HOUR_TILE_S / TILE_S), counts
     # an hourly tile is the twelve tiles recorded in its span, each once
     for monitor in MONITORS:

@@ -78,7 +78,9 @@ class Standalone:
             metadata: {{name: internal, namespace: shop}}
             spec:
               target: {{url: "{url}"}}
-              probe: {{interval: 1s, timeout: 500ms, warmup: 0s}}  # failures count from the first probe
+              # failures count from the first probe; a timeout well above a loaded machine's
+              # slowest local TLS handshake (500 ms was not: a probe timed out, a failure counted)
+              probe: {{interval: 2s, timeout: 1900ms, warmup: 0s}}
               slo: {{availability: "99.5"}}
             """))
         self.port = free_port()
@@ -110,7 +112,7 @@ def test_private_ca_supplied_as_the_openshift_overlay_does_verifies(targets: Tar
     url = targets.https()
     proc = Standalone(tmp_path / "m", url, {ENV_CA_FILES: mounted_layout(tmp_path / "mnt", targets.ca)})
     try:
-        wait_for(lambda: proc.value("route_monitor_probes_total", result="success") >= 2, timeout=20,
+        wait_for(lambda: proc.value("route_monitor_probes_total", result="success") >= 2, timeout=40,
                  what="successful probes of the private-CA target")
         assert proc.value("route_monitor_probes_total", result="failure") == 0
     finally:
@@ -124,7 +126,7 @@ def test_without_the_ca_the_target_fails_as_certificate_invalid(targets: Targets
     proc = Standalone(tmp_path / "m", url, {})
     try:
         wait_for(lambda: proc.value("route_monitor_probe_failures_total", reason="certificate_invalid") >= 2,
-                 timeout=20, what="certificate_invalid failures")
+                 timeout=40, what="certificate_invalid failures")
         assert proc.value("route_monitor_probes_total", result="success") == 0
     finally:
         proc.stop()
@@ -134,7 +136,7 @@ def test_a_file_without_certificates_stops_with_one_line_naming_it(targets: Targ
     bad = tmp_path / "not-a-ca.crt"
     bad.write_text("apiVersion: v1\nkind: ConfigMap\n")
     proc = Standalone(tmp_path / "m", targets.https(), {ENV_CA_FILES: str(bad)})
-    assert proc.p.wait(timeout=20) == 2
+    assert proc.p.wait(timeout=40) == 2
     stderr = proc.stop()
     assert f"error: {ENV_CA_FILES}: {bad}: no PEM certificate in it" in stderr, stderr
     assert "Traceback" not in stderr

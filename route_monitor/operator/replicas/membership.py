@@ -85,6 +85,8 @@ class Membership:
         self._blind = False
         """Whether this replica's Lease should carry the blind mark."""
         self._mark_now = asyncio.Event()
+        self._leaving = False
+        """Set by :meth:`leave`: no renewal from then on (one answered 404 would join again)."""
 
     def _spec(self) -> dict[str, object]:
         return {"holderIdentity": self.settings.member, "leaseDurationSeconds": int(self.settings.duration),
@@ -140,7 +142,11 @@ class Membership:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def leave(self) -> None:
-        """Delete this replica's Lease so the others take its monitors at once."""
+        """Delete this replica's Lease so the others take its monitors at once. Renewals stop
+        first: one in flight that reached the API after the delete answered 404, and joined
+        again, so the Lease of a replica gone stayed live for its whole duration (its monitors
+        unprobed until it expired)."""
+        self._leaving = True
         s = self.settings
         try:
             await self._leases.delete_lease(s.namespace, s.lease_name, self._uid)
@@ -164,6 +170,8 @@ class Membership:
         while True:
             await wait_event(self._mark_now, s.renew)  # a renewal, or the blind mark changed
             self._mark_now.clear()
+            if self._leaving:
+                return
             try:
                 try:
                     written = await self._leases.patch_lease(s.namespace, s.lease_name, self._spec(),
@@ -174,6 +182,8 @@ class Membership:
                 except Exception as e:
                     if status_code(e) != 404:
                         raise
+                    if self._leaving:
+                        return  # deleted by leave() while this renewal was on its way
                     await self.join()  # deleted by someone: take it again
             except asyncio.CancelledError:
                 raise
