@@ -77,6 +77,12 @@ PATH_FAILING_RECORD: Final = f"path:{PREFIX}path_failing_monitors:count"
 """Monitors behind each path that are failing (only paths with at least one)."""
 PATH_DOWN_RECORD: Final = f"path:{PREFIX}path_down:bool"
 """1 while at least K failing monitors, at least F of the path's monitors, fail together; else 0."""
+PATH_DOWN_THRESHOLD_RECORD: Final = f"path:{PREFIX}path_down_threshold:count"
+"""Failing monitors a path needs to be down: ``max(K, ceil(F x its monitors))``, for each path
+that has monitors (the monitors' fast alerts compare their siblings' failing series with it)."""
+FAILING_ON_PATH_RECORD: Final = f"namespace_monitor_{PATH_LEVEL}:{PREFIX}probe_failing:bool"
+"""1 for each path on which the monitor counts as failing (on a ``dns:`` path DNS errors only,
+elsewhere any failure but DNS errors), recorded in the monitor's fast group; absent otherwise."""
 
 # --- Contract 9: results excluded from the SLI (maintenance windows, pauses, warm-up) ----------
 PROBES_EXCLUDED_TOTAL: Final = "route_monitor_probes_excluded_total"

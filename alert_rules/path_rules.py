@@ -10,13 +10,17 @@ Per monitor (in its own fast group, where its probe interval is known):
   probes, that is its last two. A second series ``reason="dns_error"`` when DNS errors are at least
   half of ``W``'s probes too: only those count on a ``dns:`` path, and they count on no other (a
   probe that cannot resolve never reached a router: a DNS outage is one incident, for the DNS);
+- ``namespace_monitor_path:route_monitor_probe_failing:bool``: one series per path on which it
+  counts as failing (``alert_rules.path_verdict``);
 - its alerts (pages, tickets, ``ProbesAbsent``) exclude the monitor while one of its paths is
-  down, and after that while the monitor is no longer failing and the path was down within the
+  down (its fast pages also as soon as they see enough of its siblings failing on that path:
+  ``alert_rules.path_verdict``), and after that while the monitor is no longer failing and the path was down within the
   alert's short window (the ratios still hold the shared outage's failures, which would page at
   recovery otherwise). A monitor still failing once its path is up again notifies as usual.
 - those alerts wait :func:`settle_ms` (``for:``) before firing: a per-monitor alert can become
   true before the path is seen down (the other monitors' probes fail up to one interval later,
-  and the path group reads what the monitors' groups recorded one evaluation later).
+  and their groups may run after the monitor's: their failing series reach it one evaluation
+  later).
 
 Why exclusion in the expressions and not Alertmanager inhibition: Alertmanager never sends the
 resolve of an alert that was inhibited after it was notified (its notify pipeline drops
@@ -26,8 +30,8 @@ went down simply resolves before firing (never notified), and one that fired ear
 normally. Budgets are untouched: recording rules still count every failure.
 
 Once (the ``route-monitor-paths`` group of the operator's own rules, :func:`path_rule_groups`):
-monitors behind each path, how many are failing, whether the path is *down* (at least
-``min_monitors`` failing and at least ``min_ratio`` of its monitors), and
+monitors behind each path, how many failing monitors make it down (at least ``min_monitors`` and
+at least ``min_ratio`` of its monitors), how many are failing, whether the path is *down*, and
 ``RouteMonitorSharedPathDown{path}`` (critical): one incident per path (Alertmanager groups it by
 ``path``), held ``hold`` after the path is up (a short flap stays one incident) and for an hour
 while the path keeps going down again (a flapping path pages at most once an hour once it flaps).
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, promql
+from alert_rules import durations, names, path_verdict, promql
 from alert_rules.model import MonitorSLO
 
 FAILING_MIN_WINDOW_MS = 60_000
@@ -61,8 +65,8 @@ def settle_ms(interval_ms: int, evaluation_ms: int) -> int:
     """How long a per-monitor page waits (``for:``) so that a shared outage is seen first: a
     monitor is seen failing up to ``max(interval, 30s)`` after its burn alert can hold (half of the
     failing window: a burn needs only two failures), the other monitors behind the path up to one
-    probe interval later, and the path group's verdict reaches the monitor's group one evaluation
-    later."""
+    probe interval later, and their failing series reach the monitor's group one evaluation later
+    (their groups may run after it: ``alert_rules.path_verdict``)."""
     return max(interval_ms, FAILING_MIN_WINDOW_MS // 2, evaluation_ms) + evaluation_ms
 
 
@@ -90,10 +94,19 @@ def failing_record(slo: MonitorSLO) -> dict[str, Any]:
             "labels": {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}}
 
 
-def unless_path_down(slo: MonitorSLO, expr: str, window: str) -> str:
-    """``expr`` without the monitor while a path of it is down (see the module docstring)."""
+def failing_on_paths_record(slo: MonitorSLO) -> dict[str, Any]:
+    """The paths on which the monitor counts as failing (after its failing record, in its group)."""
+    return {"record": names.FAILING_ON_PATH_RECORD,
+            "expr": path_verdict.failing_on_paths(_sel(slo, _INFO), _sel(slo, names.FAILING_RECORD)),
+            "labels": {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}}
+
+
+def unless_path_down(slo: MonitorSLO, expr: str, window: str, *, seen_here: bool = False) -> str:
+    """``expr`` without the monitor while a path of it is down (see the module docstring); with
+    ``seen_here``, also as soon as its own group sees the path down (``path_verdict``)."""
     return promql.unless_path_down(expr, _sel(slo, _INFO), _DOWN,
-                                   _sel(slo, names.FAILING_RECORD, (names.LABEL_REASON, "")), window)
+                                   _sel(slo, names.FAILING_RECORD, (names.LABEL_REASON, "")), window,
+                                   path_verdict.down_now() if seen_here else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,17 +151,12 @@ def path_rule_groups(settings: PathAlerting | None = None) -> list[dict[str, Any
     if s.min_monitors < 1 or not (0 < s.min_ratio <= 1):
         raise ValueError("shared-path settings: min_monitors must be >= 1 and min_ratio within (0, 1]")
     durations.parse_ms(s.hold)
-    info = f"{_INFO}{{{names.LABEL_PATH}!~\"{names.DNS_PATH_PREFIX}.*\"}}"
-    dns_info = f"{_INFO}{{{names.LABEL_PATH}=~\"{names.DNS_PATH_PREFIX}.*\"}}"
-    any_failing = f'{names.FAILING_RECORD}{{{names.LABEL_REASON}=""}}'
-    dns_failing = f'{names.FAILING_RECORD}{{{names.LABEL_REASON}="{names.REASON_DNS_ERROR}"}}'
-    not_dns = f"(\n{any_failing}\nunless on ({promql.BY_MONITOR})\n{dns_failing}\n)"
-    failing = (f"{promql.behind_failing(info, not_dns)}\nor\n{promql.behind_failing(dns_info, dns_failing)}")
+    monitors, threshold = names.PATH_MONITORS_RECORD, names.PATH_DOWN_THRESHOLD_RECORD
     rules = [
-        {"record": names.PATH_MONITORS_RECORD, "expr": promql.count_by_path(promql.monitor_paths(_INFO))},
-        {"record": names.PATH_FAILING_RECORD, "expr": promql.count_by_path(failing)},
-        {"record": _DOWN, "expr": promql.path_down(names.PATH_FAILING_RECORD, names.PATH_MONITORS_RECORD,
-                                                   s.min_monitors, s.min_ratio)},
+        {"record": monitors, "expr": promql.count_by_path(promql.monitor_paths(_INFO))},
+        {"record": threshold, "expr": path_verdict.threshold(monitors, s.min_monitors, s.min_ratio)},
+        {"record": names.PATH_FAILING_RECORD, "expr": path_verdict.failing_count()},
+        {"record": _DOWN, "expr": path_verdict.down(names.PATH_FAILING_RECORD, threshold, monitors)},
         _shared_path_down(s),
     ]
     return [{"name": GROUP, "rules": rules}]

@@ -200,11 +200,16 @@ def paths_down(info_sel: str, down_sel: str, window: str | None = None) -> str:
     return f"{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n({down})"
 
 
-def unless_path_down(expr: str, info_sel: str, down_sel: str, failing_sel: str, window: str) -> str:
-    """``expr``, except for a monitor behind a path that is down, or was within ``window`` while
-    the monitor is no longer failing (its ratios still hold the shared outage's failures)."""
+def unless_path_down(expr: str, info_sel: str, down_sel: str, failing_sel: str, window: str,
+                     down_now: str | None = None) -> str:
+    """``expr``, except for a monitor behind a path that is down (``down_sel``, or the paths of
+    ``down_now`` as well), or was within ``window`` while the monitor is no longer failing (its
+    ratios still hold the shared outage's failures)."""
+    now = paths_down(info_sel, down_sel)
+    if down_now is not None:
+        now = f"{now}\nor\n{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n{down_now}"
     recent = f"(\n{paths_down(info_sel, down_sel, window)}\nunless on ({BY_MONITOR})\n{failing_sel}\n)"
-    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{paths_down(info_sel, down_sel)}\nor\n{recent}\n)"
+    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{now}\nor\n{recent}\n)"
 
 
 def count_by_path(expr: str) -> str:
@@ -214,14 +219,6 @@ def count_by_path(expr: str) -> str:
 def behind_failing(info_sel: str, failing_sel: str) -> str:
     """(monitor, path) pairs whose monitor is failing."""
     return f"(\n{monitor_paths(info_sel)}\nand on ({BY_MONITOR})\n{failing_sel}\n)"
-
-
-def path_down(failing_sel: str, monitors_sel: str, min_monitors: int, min_ratio: Decimal) -> str:
-    """1 where at least ``min_monitors`` failing monitors are at least ``min_ratio`` of the path's
-    monitors, 0 for every other path that has monitors."""
-    enough = f"({failing_sel} >= bool {min_monitors})"
-    share = f"({failing_sel} / on ({names.LABEL_PATH}) {monitors_sel} >= bool {number(min_ratio)})"
-    return f"(\n{enough}\n* on ({names.LABEL_PATH})\n{share}\n)\nor on ({names.LABEL_PATH})\n0 * {monitors_sel}"
 
 
 def shared_path_down(failing_sel: str, down_sel: str, hold: str, flap_window: str, flap_changes: int) -> str:

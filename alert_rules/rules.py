@@ -107,14 +107,15 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
 def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
     """Both ratios above the threshold, and the guard inline (its count is needed nowhere else,
     and a recording rule per monitor costs an evaluation and a series of its own); not while a
-    shared path of the monitor is down (``alert_rules.path_rules``)."""
+    shared path of the monitor is down (``alert_rules.path_rules``; a fast pair as soon as its own
+    group sees it: ``alert_rules.path_verdict``)."""
     threshold = w.threshold(sli.budget)
     count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, tile)
     return path_rules.unless_path_down(slo, promql.all_of(
         promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
         promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
         promql.at_least(f"(\n{count}\n)", alerts.GUARD_MIN_BAD_PROBES),
-    ), w.short)
+    ), w.short, seen_here=is_fast(w))
 
 
 def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
@@ -146,7 +147,7 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
             w = durations.format_ms(ms)
             today = _record(slo, sli.ratio_record(w), sli.ratio_from_counters(w))
             rules += quorum.ratio_rules(slo, w, today) if sli.kind == "availability" else [today]
-    rules.append(path_rules.failing_record(slo))
+    rules += [path_rules.failing_record(slo), path_rules.failing_on_paths_record(slo)]
     rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]

@@ -138,6 +138,7 @@ def test_a_failed_shard_is_one_incident_that_resolves_and_no_monitor_pages(shard
 
 def test_rules_written_for_the_shards(shards: Shards) -> None:
     """The shared-path rules Prometheus loaded come from ``standalone`` with the given thresholds."""
-    down = next(r for g in shards.prometheus.api("rules")["groups"] for r in g["rules"]
-                if r.get("name") == names.PATH_DOWN_RECORD)
-    assert ">= bool 1" in down["query"] and ">= bool 3" in down["query"]
+    threshold = next(r for g in shards.prometheus.api("rules")["groups"] for r in g["rules"]
+                     if r.get("name") == names.PATH_DOWN_THRESHOLD_RECORD)
+    # K = 3 (the default), F = 1: every monitor behind the path, at least 3
+    assert threshold["query"] == f"clamp_min({names.PATH_MONITORS_RECORD}, 3)"

@@ -125,7 +125,9 @@ def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
                 window = m.group(2) or m.group(3)
                 assert window in (None, "1m", "2m", "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
             if raw and "record" in rule:
-                assert "sum by (namespace, monitor)" in rule["expr"]
+                # the path info is per (monitor, path): aggregated by both (whichever replica exported it)
+                by_monitor = ("sum by (namespace, monitor)", f"max by (namespace, monitor, path) ({names.MONITOR_PATH_INFO}{{")
+                assert any(agg in rule["expr"] for agg in by_monitor), rule
     assert reads >= 4, "no raw read of the probe series found: the pattern no longer matches the rules"
 
 

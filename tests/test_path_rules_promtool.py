@@ -2,8 +2,8 @@
 
 Each scenario feeds raw probe counters and ``route_monitor_monitor_path_info`` series (one
 sample per 30-second probe) to every monitor's generated rules plus the ``route-monitor-paths``
-group, evaluated every 30 seconds with the monitors' groups *before* the path group (the order
-in which a per-monitor alert could win the race against the path). Covered:
+group, evaluated every 30 seconds in promtool's own (random) group order; every order of the
+groups that decide a page is tried in ``test_path_rules_order``. Covered:
 
 - K/F thresholds: 3 of 8 failing (below F) and 2 of 4 (below K) page per monitor, no SharedPathDown;
 - a shared outage: one SharedPathDown (value: monitors affected), never a per-monitor page or
@@ -94,7 +94,11 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
     return out
 
 
-def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: list[dict[str, Any]]) -> promtool.Job:
+def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: list[dict[str, Any]],
+        order: tuple[str, ...] = ()) -> promtool.Job:
+    """One promtool job; ``order``: the groups evaluated first, in this order, the others after them
+    in their file's order (promtool's ``group_eval_order`` must name every group: one it leaves
+    out ranks with the first one named)."""
     slos = [MonitorSLO(NS, m, Objective(Decimal("99.9"))) for m in monitors]
     groups = [g for slo in slos for g in rule_groups(slo)]
     groups += path_rule_groups(PathAlerting(min_monitors=3, min_ratio=Decimal("0.5"), hold="5m"))
@@ -104,8 +108,11 @@ def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: lis
     test: dict[str, Any] = {"interval": f"{STEP_S}s", "input_series": series, "alert_rule_test": alert_tests}
     if expr_tests:
         test["promql_expr_test"] = expr_tests
-    return promtool.Job(name, to_yaml({"groups": groups}),
-                        {"rule_files": ["rules.yml"], "evaluation_interval": f"{STEP_S}s", "tests": [test]})
+    doc: dict[str, Any] = {"rule_files": ["rules.yml"], "evaluation_interval": f"{STEP_S}s"}
+    if order:
+        listed = set(order)
+        doc["group_eval_order"] = [*order, *(g["name"] for g in groups if g["name"] not in listed)]
+    return promtool.Job(name, to_yaml({"groups": groups}), {**doc, "tests": [test]})
 
 
 def silent(alert: str, *minutes: float) -> list[dict[str, Any]]:
