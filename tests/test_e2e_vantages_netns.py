@@ -277,6 +277,14 @@ def locations(kube: Client) -> dict[str, str]:
     return {where: e.get("member", "") for where, e in ((m.get("status") or {}).get("locations") or {}).items()}
 
 
+def wait_locations(kube: Client, expected: dict[str, str], timeout: float) -> None:
+    """Until status.locations (location -> member) is ``expected``; the last one seen in the error."""
+    try:
+        wait_for(lambda: locations(kube) == expected, timeout=timeout, what=f"status.locations: {expected}")
+    except TimeoutError as e:
+        raise AssertionError(f"{e}; last seen: {locations(kube)}") from None
+
+
 # --- the tests, in order ---------------------------------------------------------------------------
 
 def test_a_zone_cut_from_the_target_opens_one_ticket_and_spends_no_budget(stack: Stack) -> None:
@@ -311,8 +319,7 @@ def test_a_blind_zone_is_replaced_counts_nothing_and_opens_one_ticket(stack: Sta
     kept = zones_of(s.owners[0], s.owners[1], s.spare)
     wait_for(lambda: exported(s.running) == kept, timeout=TAKEOVER, what=f"the spare probing instead: {kept}")
     took = time.time() - blind_at
-    wait_for(lambda: set(locations(s.kube)) == set(kept.values()), timeout=30,
-             what=f"status.locations: {sorted(kept.values())}")
+    wait_locations(s.kube, {where: member for member, where in kept.items()}, timeout=30)
     s.paging.sink.wait_for(TICKET_PATH, lambda b: any(a["labels"]["alertname"] == PROBER_BLIND for a in b["alerts"]),
                            timeout=60, what="the ProberBlind ticket")
     assert len(tickets(s, PROBER_BLIND)) == 1
@@ -358,6 +365,5 @@ def test_a_killed_vantage_is_replaced_within_the_takeover_time(stack: Stack) -> 
     wait_for(lambda: exported(s.running) == kept, timeout=TAKEOVER + 15, what=f"three vantages again: {kept}")
     took = time.time() - killed_at
     assert took <= TAKEOVER + 2, f"took {took:.1f}s"  # + a /metrics read
-    wait_for(lambda: locations(s.kube) == {where: member for member, where in kept.items()}, timeout=30,
-             what=f"status.locations naming {kept}")
+    wait_locations(s.kube, {where: member for member, where in kept.items()}, timeout=30)
     print(f"three vantages again after {took:.1f}s")
