@@ -3,6 +3,7 @@ processes, each in a network namespace of its own standing for a zone (``--locat
 ``tests/support/netns.py``), sharing the monitors through Leases on the real control plane; real
 Prometheus scraping the four and loading the monitor's PrometheusRule and the operator's own rules;
 Alertmanager running the shipped configuration, with the PagerDuty and ticket stand-in.
+The monitor-detail dashboard's per-location panel is queried from the same Prometheus.
 
 Each namespace has two links: ``api`` (a relay to the apiserver; Prometheus scrapes the replica
 through it too) and ``data``, its route to the target and to the canary (``--canary-url``), two
@@ -14,7 +15,7 @@ the stack:
 1. one owner's route to the target is cut (its canary still answers, so its failures count): no
    page, one ``RouteMonitorPartiallyUnreachable`` ticket naming its location, and the monitor's
    ratios under the quorum stay 0 at every evaluation (the budget does not move) while the
-   reachability ratio sees the failures;
+   reachability ratio sees the failures, as the dashboard's per-location panel draws them;
 2. another owner's data link is cut (target and canary: blind): its Lease is marked blind, the
    spare probes from its zone within the takeover time, so the monitor keeps three vantages
    (three zones counting probes); no failure is counted, no page, one ``RouteMonitorProberBlind``
@@ -30,7 +31,9 @@ else of the rules or of Alertmanager's routing is changed (its group timings are
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -266,6 +269,16 @@ def failures_counted(prom: Prometheus, location: str, since: float) -> float:
     return sum(float(s["value"][1]) for s in found)
 
 
+def detail_panel(title: str) -> dict[str, Any]:
+    dash = json.loads((Path(__file__).resolve().parent.parent / "grafana" / "monitor-detail.json").read_text())
+    [panel] = [p for p in dash["panels"] if p["title"] == title]
+    return dict(panel)
+
+
+def legend(template: str, labels: dict[str, str]) -> str:
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: labels.get(m.group(1), ""), template)
+
+
 def lease_blind(kube: Client, member: str) -> bool:
     lease = kube.get(Lease, f"route-monitor-{member}", namespace=LEASE_NS)
     return (lease.metadata.annotations or {}).get(names.ANN_BLIND) == "true"
@@ -307,6 +320,15 @@ def test_a_zone_cut_from_the_target_opens_one_ticket_and_spends_no_budget(stack:
     tile = highest(prom, names.errors_increase_record("5m"), cut_at)
     assert tile in (None, 0), f"a tile counted {tile} failures"
     assert highest(prom, names.BUDGET_REMAINING_RECORD, cut_at) in (None, 1)
+    panel = detail_panel("Availability (5m) per location")  # what the dashboard draws, from this Prometheus
+    drawn = {legend(t["legendFormat"], r["metric"]): float(r["value"][1]) for t in panel["targets"]
+             for r in prom.query(t["expr"].replace("$namespace", NS).replace("$monitor", MONITOR))}
+    line = f"{NS}/{MONITOR}"
+    assert set(drawn) == {*(f"{line} from {ZONES[m]}" for m in s.owners), f"{line} uptime (quorum)",
+                          f"{line} reachability"}, drawn
+    assert drawn[f"{line} from {where}"] < 1 and drawn[f"{line} reachability"] < 1, drawn
+    assert drawn[f"{line} uptime (quorum)"] == 1 == min(v for k, v in drawn.items() if k.endswith(
+        tuple(f"from {ZONES[m]}" for m in s.owners if m != cut))), drawn
     s.zones[cut].netns.route(s.target_address, s.zones[cut].data)
 
 
