@@ -1,6 +1,6 @@
 """``route-monitor report`` (Contract 10): per monitor and per namespace, over a past range; pure.
 
-From three instant queries at the range's end (``alert_rules.readback``): probes by result
+From instant queries at the range's end (``alert_rules.readback``): probes by result
 (``increase`` of the raw counters over exactly the range, resets handled), the objective last
 recorded in the range, and the route-monitor alerts that were firing in it. Per monitor:
 
