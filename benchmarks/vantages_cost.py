@@ -76,7 +76,8 @@ def manifests(n: int, k: int, interval_s: int, port: int) -> str:
     return yaml.safe_dump_all([
         {"apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": f"app-{i}", "namespace": "bench"},
          "spec": {"target": {"url": f"http://127.0.0.1:{port}/app-{i}"}, "slo": {"availability": "99.9"},
-                  "probe": {"interval": f"{interval_s}s", "vantages": k}}} for i in range(n)])
+                  "probe": {"interval": f"{interval_s}s", "timeout": f"{interval_s * 500}ms", "vantages": k}}}
+        for i in range(n)])
 
 
 def rule_seconds(prom: Prometheus) -> tuple[float, float]:
