@@ -6,7 +6,8 @@ location probing 10 times a minute: ``a`` fails 5 of them, ``b`` 1, ``c`` none. 
 locations' error ratios are 0.5, 0.1 and 0; under the quorum (the 2nd largest) the monitor's ratio
 is 0.1, and over every probe of every location (reachability) 6 / 30 = 0.2. The history is written
 as counters with their ``location`` (``promtool tsdb create-blocks-from openmetrics``) and the
-generator's own rules are evaluated over it by ``promtool tsdb create-blocks-from rules``: the
+generator's own rules (``route-monitor rules``) are evaluated over it by ``promtool tsdb
+create-blocks-from rules``: the
 tiles, the per-location and reachability 1h ratios first, then the 1h ratio under the quorum,
 which reads the per-location records.
 
@@ -30,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from alert_rules.model import DAY_MS, MonitorSLO, Objective
-from alert_rules.rules import rule_groups
+from alert_rules.model import DAY_MS, Objective
 from route_monitor.operator.slo_loop import SloLoop
 from route_monitor.slo.promapi import PrometheusAPI, PromSettings
 from route_monitor.slo.state import fields
@@ -44,7 +45,6 @@ pytestmark = pytest.mark.prometheus
 
 NS, MONITOR = "slo-vantages", "zoned"
 OBJECTIVE = Objective(Decimal("99"), 30 * DAY_MS)
-SLO = MonitorSLO(NS, MONITOR, OBJECTIVE, vantages=3, quorum=2)
 STEP = 60
 END = int(time.time()) // STEP * STEP
 """The last sample: "now" for the status (the test reads it within Prometheus' 5-minute lookback)."""
@@ -61,14 +61,28 @@ def counters() -> list[Counter]:
             for where, bad in FAILS.items()]
 
 
-def pick(wanted: set[str]) -> list[dict[str, Any]]:
-    """The generated groups of ``zoned``, keeping only the ``wanted`` records."""
-    groups = []
-    for g in rule_groups(SLO):
+def generated(folder: Path) -> list[dict[str, Any]]:
+    """The rule file ``route-monitor rules`` prints for ``zoned`` (whatever groups it is split into)."""
+    manifest = folder / "zoned.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": MONITOR, "namespace": NS},
+        "spec": {"target": {"url": "http://zoned.example/"}, "probe": {"interval": "6s", "vantages": 3, "quorum": 2},
+                 "slo": {"availability": str(OBJECTIVE.availability)}}}))
+    done = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "rules", str(manifest), "--format",
+                           "prometheus"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    groups: list[dict[str, Any]] = yaml.safe_load(done.stdout)["groups"]
+    return groups
+
+
+def pick(groups: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]:
+    """``groups`` keeping only the ``wanted`` records."""
+    out = []
+    for g in groups:
         rules = [r for r in g["rules"] if r.get("record") in wanted]
         if rules:
-            groups.append({**{k: v for k, v in g.items() if k != "rules"}, "rules": rules})
-    return groups
+            out.append({**{k: v for k, v in g.items() if k != "rules"}, "rules": rules})
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +92,11 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HistoryPrometheus
     labels = {"namespace": NS, "monitor": MONITOR}  # the constants the generator records, as gauges
     constants = [Gauge(names.SLO_PERIOD_RECORD, labels, START, END, STEP, OBJECTIVE.period_ms / 1000),
                  Gauge(names.SLO_OBJECTIVE_RECORD, labels, START, END, STEP, float(OBJECTIVE.availability) / 100)]
-    with backfilled(tmp_path_factory.mktemp("vantages-history"), counters=counters(), gauges=constants,
-                    rules=[RuleBackfill(pick(from_counters), START + STEP, END),
-                           RuleBackfill(pick({names.error_ratio_record("1h")}), END - 2 * 3600, END)]) as p:
+    folder = tmp_path_factory.mktemp("vantages-history")
+    groups = generated(folder)
+    with backfilled(folder / "prometheus", counters=counters(), gauges=constants,
+                    rules=[RuleBackfill(pick(groups, from_counters), START + STEP, END),
+                           RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), END - 2 * 3600, END)]) as p:
         yield p
 
 
