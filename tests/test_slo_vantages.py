@@ -7,9 +7,8 @@ locations' error ratios are 0.5, 0.1 and 0; under the quorum (the 2nd largest) t
 is 0.1, and over every probe of every location (reachability) 6 / 30 = 0.2. The history is written
 as counters with their ``location`` (``promtool tsdb create-blocks-from openmetrics``) and the
 generator's own rules (``route-monitor rules``) are evaluated over it by ``promtool tsdb
-create-blocks-from rules``: the
-tiles, the per-location and reachability 1h ratios first, then the 1h ratio under the quorum,
-which reads the per-location records.
+create-blocks-from rules``: the tiles, the per-location and reachability 1h ratios first, then
+the 1h ratio under the quorum, which reads the per-location records.
 
 - ``status.slo``: availability 90% over the period and ``uptime1h`` 90% (under the quorum),
   ``reachability1h`` 80%; budget and burn rate from the quorum's ratio;
