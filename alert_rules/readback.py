@@ -13,13 +13,15 @@ Status (every few minutes, at "now"):
   with another period are left out by matching the recorded period, so one query per distinct
   period serves every monitor that has it;
 - the 1h burn rate: the recorded 1h error ratio (the page's long window), divided by the
-  budget by the caller.
+  budget by the caller; for monitors of several vantages, beside it the recorded 1h
+  reachability ratio (all probes of every location, no quorum).
 
 Report (once, for a past range ``[end - range, end]``, evaluated at ``end``): the raw counters'
 last samples at the edges of each day of the range, their resets, and the raw samples of the
 few series that reset or started within a day (``route_monitor.reports.exactcount``: exact counts,
 never ``increase()``'s extrapolation; a day at a time, to stay under Prometheus' limit of samples
-per query), the objective in force at the end of the range, and the burn alerts that fired
+per query), for monitors of several vantages the tiles under the quorum summed over the range
+and how many locations reported, the objective in force at the end of the range, and the burn alerts that fired
 (``ALERTS``).
 """
 
@@ -62,6 +64,11 @@ def error_ratio_1h() -> str:
     return names.error_ratio_record(BURN_WINDOW)
 
 
+def reachability_ratio_1h() -> str:
+    """Monitors of several vantages only (Contract 12): the 1h ratio of all probes of every location."""
+    return names.reachability_record(BURN_WINDOW)
+
+
 def probe_counters(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
     """Every probe counter series' last sample within the range (all its labels kept)."""
     return f"last_over_time({names.PROBES_TOTAL}{_matchers(namespaces)}[{range_seconds}s])"
@@ -76,6 +83,21 @@ def raw_probe_counter(labels: Mapping[str, str], range_seconds: int) -> str:
     """One probe counter series (all its labels) as raw samples over the range."""
     matchers = tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
     return f"{promql.selector(names.PROBES_TOTAL, matchers)}[{range_seconds}s]"
+
+
+def locations_in_range(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """Each monitor of several vantages with the number of locations whose 1h ratio was recorded
+    within the range (a one-vantage monitor has no per-location record)."""
+    record = names.location_error_ratio_record(BURN_WINDOW)
+    return f"count by ({promql.BY_MONITOR}) (last_over_time({record}{_matchers(namespaces)}[{range_seconds}s]))"
+
+
+def quorum_tiles(record: str, range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
+    """Monitors of several vantages: ``record``'s tiles (failed probes under the quorum, or all
+    probes) summed over the range, tile-aligned: the steps after the range's start (a subquery's
+    window includes its start in Prometheus 2), each tile covering the 5 minutes before its step."""
+    tiles = promql.tiles_sum(f"{record}{_matchers(namespaces)}", f"{range_seconds - 1}s", TILE)
+    return f"{tiles}\nand on ({promql.BY_MONITOR})\n{locations_in_range(range_seconds, namespaces)}"
 
 
 def objectives(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:

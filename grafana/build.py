@@ -115,6 +115,12 @@ def path_failing() -> str:
     return f"count by ({n.LABEL_PATH}) ({other} or {on_dns}) or on ({n.LABEL_PATH}) (0 * {path_monitors()})"
 
 
+def monitors_probed() -> str:
+    """One series per monitor probed: a monitor of several vantages has a target_info series per
+    location (and replica), so series are counted by monitor, never as they are."""
+    return f"count by ({BY}) ({n.TARGET_INFO})"
+
+
 def quantile(q: str, metric: str, by: str, selector: str = "") -> str:
     return f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{selector}[$__rate_interval])))"
 
@@ -213,6 +219,7 @@ def detail() -> dict[str, object]:
                Query(objective(), legend + " objective")), unit="percentunit"),
         Panel("Error budget remaining over the SLO period", (Query(period_budget(), legend),),
               unit="percentunit"),
+        locations_panel(),
         Panel("Burn rate per window", (*(Query(burn_rate(w), f"{legend} {w}") for w in pairs),
                                        *(Query(burn_threshold(w), f"threshold {w.severity} {w.long}/{w.short}")
                                          for w in WINDOWS)), width=24,
@@ -264,6 +271,24 @@ def detail() -> dict[str, object]:
                      annotations=(maintenance_annotation(),))
 
 
+def locations_panel() -> Panel:
+    """Contract 12: a monitor probed from several locations, each location's availability, the
+    monitor's under the quorum (uptime: what pages and the budget count) and over every probe of
+    every location (reachability); a monitor of one vantage has only its own line."""
+    legend, sel = "{{namespace}}/{{monitor}}", f"{{{NS_MON}}}"
+    return Panel("Availability (5m) per location",
+                 (Query(f"1 - {n.location_error_ratio_record('5m')}{sel}", legend + " from {{location}}"),
+                  Query(f"1 - {n.error_ratio_record('5m')}{sel}", legend + " uptime (quorum)"),
+                  Query(f"1 - {n.reachability_record('5m')}{sel}", legend + " reachability")),
+                 unit="percentunit", width=24,
+                 description="Monitors with spec.probe.vantages above 1: each location's availability, the "
+                             "monitor's uptime under the quorum (a failure counts only as far as the quorum of "
+                             "locations sees it: pages and the budget follow it) and its reachability (every probe "
+                             "of every location). Reachability below uptime: some place fails alone "
+                             "(RouteMonitorPartiallyUnreachable names it). A monitor of one vantage shows its "
+                             "uptime only.")
+
+
 def maintenance_annotation() -> dict[str, object]:
     """Maintenance windows and pauses as shaded regions (the engine's gauge is 1 during them)."""
     return annotation("Maintenance and pauses", f"{n.MAINTENANCE}{{{NS_MON}}} == 1",
@@ -274,9 +299,10 @@ def maintenance_annotation() -> dict[str, object]:
 def operator() -> dict[str, object]:
     panels = [
         Panel("Monitors by state", (Query(f"sum by ({n.LABEL_STATE}) ({n.MONITORS}) or label_replace(count("
-                                          f'{n.TARGET_INFO}), "{n.LABEL_STATE}", "probing (standalone)", "", "")',
+                                          f'{monitors_probed()}), "{n.LABEL_STATE}", "probing (standalone)", "", "")',
                                           "{{state}}"),),
-              description="The operator's monitors by state; under standalone, the monitors being probed."),
+              description="The operator's monitors by state; under standalone, the monitors being probed "
+                          "(each once, however many locations probe it)."),
         Panel("Reconcile errors", (Query(f"sum(increase({n.RECONCILE_ERRORS_TOTAL}[$__rate_interval])) "
                                          "or vector(0)", "errors"),)),
         Panel("Probe schedule lag", tuple(Query(quantile(q, n.SCHEDULE_LAG_SECONDS, "instance"),
@@ -298,7 +324,8 @@ def operator() -> dict[str, object]:
         Panel("Monitors owned per replica", (Query(
             f"sum by (instance) ({n.OWNED_MONITORS}) or sum by (instance) (count by (instance, namespace, monitor) "
             f"({n.TARGET_INFO}))", "{{instance}}"),), width=8,
-              description="Monitors each replica probes; together they add up to all monitors, each once."),
+              description="Monitors each replica probes; together they add up to all monitors, each once, "
+                          "except that a monitor of several vantages counts at each replica probing it."),
         Panel("Ownership changes", (Query(
             f"sum by (instance, change) (increase({n.OWNERSHIP_CHANGES_TOTAL}[$__rate_interval])) "
             "or on () vector(0)", "{{instance}} {{change}}"),), width=8,

@@ -74,13 +74,14 @@ def known_names() -> set[str]:
     known = {v for v in vars(names).values() if isinstance(v, str)}
     for make in (names.error_ratio_record, names.slow_ratio_record):
         known |= {make(w) for w in windows}
+    known |= {names.location_error_ratio_record("5m"), names.reachability_record("5m")}
     metrics = {names.PROBE_DURATION_SECONDS, names.SCHEDULE_LAG_SECONDS, names.EVENT_LOOP_LAG_SECONDS}
     return known | {f"{m}_bucket" for m in metrics}
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_every_metric_name_comes_from_the_names_module(name: str) -> None:
-    used = {m for t in targets(load(name)) for m in re.findall(r"(?:namespace_monitor:)?route_monitor_[\w:]+",
+    used = {m for t in targets(load(name)) for m in re.findall(r"(?:namespace_monitor(?:_location)?:)?route_monitor_[\w:]+",
                                                                   t["expr"])}
     assert used
     assert used <= known_names(), used - known_names()
@@ -162,3 +163,24 @@ def test_overview_shows_each_shared_path_and_its_failing_monitors() -> None:
     monitors, failing = (t["expr"] for t in panel["targets"])
     assert monitors.startswith("count by (path)") and 'path=~"$path"' in monitors
     assert names.FAILING_RECORD in failing and 'reason="dns_error"' in failing and 'path=~"$path"' in failing
+
+
+def test_monitor_detail_shows_each_location_beside_uptime_and_reachability() -> None:
+    """Contract 12: one panel with each location's availability, the monitor's under the quorum and
+    its reachability. The queries run against a real Prometheus in ``test_e2e_vantages_netns.py``."""
+    [panel] = [p for p in load("monitor-detail.json")["panels"] if p["title"] == "Availability (5m) per location"]
+    sel = '{namespace=~"$namespace", monitor=~"$monitor"}'
+    assert [(t["expr"], t["legendFormat"]) for t in panel["targets"]] == [
+        (f"1 - {names.location_error_ratio_record('5m')}{sel}", "{{namespace}}/{{monitor}} from {{location}}"),
+        (f"1 - {names.error_ratio_record('5m')}{sel}", "{{namespace}}/{{monitor}} uptime (quorum)"),
+        (f"1 - {names.reachability_record('5m')}{sel}", "{{namespace}}/{{monitor}} reachability")]
+
+
+def test_counts_of_target_info_count_each_monitor_once() -> None:
+    """A monitor of several vantages has a target_info series per location: every query counting
+    monitors from it counts by namespace and monitor first."""
+    exprs = [t["expr"] for f in FILES for t in targets(load(f)) if names.TARGET_INFO in t["expr"]]
+    assert exprs
+    for expr in exprs:
+        for counted in re.findall(rf"count(?: by \(([\w, ]+)\))? \({names.TARGET_INFO}\b", expr):
+            assert ("namespace" in counted and "monitor" in counted) or counted == "instance", expr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from alert_rules import names
 from route_monitor.operator import locationstatus
 from route_monitor.operator.replicas import location
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
-from route_monitor.probe.result import FailureReason, ProbeResult
+from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
 
 def _node(labels: dict[str, str]) -> Mapping[str, Any]:
@@ -85,6 +86,8 @@ def test_an_owner_writes_its_own_entry_only_when_it_changes() -> None:
     recovered = locationstatus.own_patch({"locations": failed["locations"]}, "a", "member-a", _result(True))
     assert recovered is not None and recovered["locations"]["a"]["reason"] is None  # not kept from the failure
     assert locationstatus.own_patch(written, "a", "member-a", None) is None
+    blind = dataclasses.replace(_result(False, FailureReason.CONNECTION_TIMEOUT), excluded=Exclusion.BLIND)
+    assert locationstatus.own_patch(written, "a", "member-a", blind) is None  # being replaced: the first owner prunes
 
 
 def test_the_first_owner_drops_locations_that_no_longer_probe() -> None:

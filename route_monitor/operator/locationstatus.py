@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from route_monitor.operator.status import timestamp
-from route_monitor.probe.result import ProbeResult
+from route_monitor.probe.result import Exclusion, ProbeResult
 
 FIELD = "locations"
 
@@ -37,8 +37,11 @@ def _significant(e: Mapping[str, Any] | None) -> object:
 
 def own_patch(status: Mapping[str, Any] | None, location: str, member: str,
               result: ProbeResult | None) -> dict[str, Any] | None:
-    """The status merge patch writing this owner's entry, or None when the written one says the same."""
-    if result is None:
+    """The status merge patch writing this owner's entry, or None when the written one says the same
+    or this owner is blind: a blind result says nothing of the target, and the owner is being
+    replaced (its Lease marked), so a write racing the first owner's prune of its location would
+    put back an entry no one drops."""
+    if result is None or result.excluded is Exclusion.BLIND:
         return None
     new = entry(member, result)
     old = ((status or {}).get(FIELD) or {}).get(location)

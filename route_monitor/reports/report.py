@@ -1,6 +1,6 @@
 """``route-monitor report`` (Contract 10): per monitor and per namespace, over a past range; pure.
 
-From three instant queries at the range's end (``alert_rules.readback``): probes by result
+From instant queries at the range's end (``alert_rules.readback``): probes by result
 (``increase`` of the raw counters over exactly the range, resets handled), the objective last
 recorded in the range, and the route-monitor alerts that were firing in it. Per monitor:
 
@@ -10,6 +10,9 @@ recorded in the range, and the route-monitor alerts that were firing in it. Per 
   failed as many probes);
 - the alerts that fired (name, severity, windows).
 
+A monitor probed from several locations (Contract 12) is judged as its alerts and budget judge
+it: its failed probes are those under the quorum (its 5-minute tiles summed over the range), and
+its *reachability* (every probe of every location, the exact counters) is printed beside it.
 A monitor that had rules but no probes in the range says so. A namespace's total is over the
 probes of all its monitors; its budget used weighs each monitor's probes by its own budget.
 """
@@ -46,6 +49,10 @@ class Row:
     allowed: float | None = None
     """Failed probes the objective(s) allowed over the range."""
     alerts: tuple[str, ...] = ()
+    locations: int = 0
+    """Several vantages: how many locations reported in the range (0: one vantage)."""
+    reachability: float | None = None
+    """Several vantages: good / all probes of every location, no quorum."""
 
     @property
     def error_ratio(self) -> float | None:
@@ -73,8 +80,19 @@ def _alert(labels: Mapping[str, str]) -> str:
     return " ".join(p for p in (labels.get("alertname", ""), labels.get(names.LABEL_SEVERITY), windows) if p)
 
 
+def _quorum(key: Key, total: float, failed: float, tiles: Mapping[Key, tuple[float, float]],
+            where: Mapping[Key, float]) -> tuple[float, float, int, float | None]:
+    """(probes, failed, locations, reachability): under the quorum for a monitor of several
+    vantages with tiles in the range, else the counters as they are."""
+    probes, bad = tiles.get(key, (0.0, 0.0))
+    if key not in where or probes <= 0:
+        return total, failed, 0, None
+    return probes, min(bad, probes), int(where[key]), (1 - failed / total if total > 0 else None)
+
+
 def rows(rng: ReportRange, *, probes: Sequence[Sample], objectives: Sequence[Sample],
-         alerts: Sequence[Sample]) -> list[Row]:
+         alerts: Sequence[Sample], quorum_failed: Sequence[Sample] = (), quorum_probes: Sequence[Sample] = (),
+         locations: Sequence[Sample] = ()) -> list[Row]:
     """Monitor rows sorted by namespace and name, each namespace followed by its total."""
     minutes = rng.seconds / 60
     ok: dict[Key, float] = {}
@@ -82,6 +100,9 @@ def rows(rng: ReportRange, *, probes: Sequence[Sample], objectives: Sequence[Sam
     for s in probes:
         (bad if s.labels.get(names.LABEL_RESULT) == names.RESULT_FAILURE else ok)[_key(s)] = max(s.value, 0.0)
     objective = {_key(s): Decimal(str(round(s.value * 100, 6))).normalize() for s in objectives}
+    q_bad = {_key(s): max(s.value, 0.0) for s in quorum_failed}
+    tiles = {_key(s): (max(s.value, 0.0), q_bad.get(_key(s), 0.0)) for s in quorum_probes}
+    where = {_key(s): s.value for s in locations}
     fired: dict[Key, set[str]] = {}
     for s in alerts:
         fired.setdefault(_key(s), set()).add(_alert(s.labels))
@@ -90,11 +111,12 @@ def rows(rng: ReportRange, *, probes: Sequence[Sample], objectives: Sequence[Sam
     for namespace, group in groupby(keys, key=lambda k: k[0]):
         monitors = []
         for key in group:
-            total, failed = ok.get(key, 0.0) + bad.get(key, 0.0), bad.get(key, 0.0)
+            total, failed, k, reach = _quorum(key, ok.get(key, 0.0) + bad.get(key, 0.0), bad.get(key, 0.0),
+                                              tiles, where)
             obj = objective.get(key)
             allowed = total * float((100 - obj) / 100) if obj is not None else None
             monitors.append(Row(namespace, key[1], minutes, total, failed, obj, allowed,
-                                tuple(sorted(fired.get(key, ())))))
+                                tuple(sorted(fired.get(key, ()))), k, reach))
         out += monitors
         objs = {m.objective for m in monitors if m.probes > 0}
         allowances = [m.allowed for m in monitors if m.probes > 0]
@@ -117,8 +139,14 @@ COLUMNS = ("namespace", "monitor", "objective_percent", "availability_percent", 
            "full_outage_minutes", "probes", "failed", "alerts_fired", "note")
 
 
+def _locations_note(r: Row) -> str:
+    if not r.locations:
+        return ""
+    return f"{r.locations} locations, under the quorum; reachability {_pct(r.reachability, 4)}%"
+
+
 def _cells(r: Row) -> list[str]:
-    note = NO_DATA if r.probes <= 0 else ""
+    note = NO_DATA if r.probes <= 0 else _locations_note(r)
     return [r.namespace, r.monitor or "(total)", "" if r.objective is None else str(r.objective),
             _pct(r.availability, 4), _pct(r.budget_used, 2), _num(r.outage_minutes, 2), f"{r.probes:.0f}",
             f"{r.failed:.0f}", "; ".join(r.alerts) if r.monitor else str(len(r.alerts)), note]
@@ -155,7 +183,8 @@ def _json_row(r: Row) -> dict[str, Any]:
     return {"objective": None if r.objective is None else str(r.objective),
             "availability": rnd(r.availability), "budgetUsed": rnd(r.budget_used),
             "fullOutageMinutes": rnd(r.outage_minutes), "probes": round(r.probes, 3), "failed": round(r.failed, 3),
-            "alertsFired": list(r.alerts), "noData": r.probes <= 0}
+            "alertsFired": list(r.alerts), "noData": r.probes <= 0,
+            **({"locations": r.locations, "reachability": rnd(r.reachability)} if r.locations else {})}
 
 
 def to_json(rng: ReportRange, table: Sequence[Row]) -> str:

@@ -5,7 +5,10 @@ From one pass of queries (``alert_rules.readback``) a monitor gets a :class:`Rea
 and all probes over its SLO period, and the recorded 1h error ratio. With its objective that
 gives :class:`SloValues`: availability over the period, the share of the period's error budget
 left (1 = untouched, 0 = spent, negative = overspent) and the 1h burn rate (1 = spending the
-budget exactly over the period). :func:`advance` turns the previous :class:`SloStatus` and a
+budget exactly over the period). A monitor of several vantages (Contract 12) also gets its last
+hour twice: under the quorum (``uptime1h``, what pages and the budget count) and from all probes
+of every location (``reachability1h``, the recorded ``_reachability`` ratio), so a place that
+fails alone shows as reachability below uptime. :func:`advance` turns the previous :class:`SloStatus` and a
 pass into the next one, keeping the previous one (same object, nothing to write) while the
 values moved less than :data:`TOLERANCE` and the condition is the same. Prometheus
 unreachable: the last values stay, reason ``SLOUnknown``.
@@ -48,6 +51,9 @@ class Reading:
     """All probes over the SLO period."""
     error_ratio_1h: float | None = None
     """The recorded 1h error ratio; None when Prometheus has none (no probes in the last hour)."""
+    reachability_ratio_1h: float | None = None
+    """A monitor of several vantages: the recorded 1h error ratio of all probes of every location
+    (no quorum); None for one vantage (no such record)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,14 @@ class SloValues:
     budget_remaining: float
     """1 - (error ratio / error budget): 1 untouched, <= 0 spent."""
     burn_rate_1h: float | None
+    uptime_1h: float | None = None
+    """Several vantages only: good probes under the quorum over the last hour, 0..1."""
+    reachability_1h: float | None = None
+    """Several vantages only: good probes of every location over the last hour (no quorum), 0..1."""
+
+
+def _good(ratio: float | None) -> float | None:
+    return None if ratio is None or ratio != ratio else 1.0 - min(max(ratio, 0.0), 1.0)
 
 
 @dataclass(frozen=True)
@@ -78,11 +92,21 @@ def values_of(reading: Reading, objective: Decimal) -> SloValues | None:
     error_ratio = min(max(reading.failed / reading.probes, 0.0), 1.0)
     burn = None if reading.error_ratio_1h is None or reading.error_ratio_1h != reading.error_ratio_1h \
         else reading.error_ratio_1h / budget
-    return SloValues(availability=1.0 - error_ratio, budget_remaining=1.0 - error_ratio / budget, burn_rate_1h=burn)
+    several = reading.reachability_ratio_1h is not None
+    return SloValues(availability=1.0 - error_ratio, budget_remaining=1.0 - error_ratio / budget, burn_rate_1h=burn,
+                     uptime_1h=_good(reading.error_ratio_1h) if several else None,
+                     reachability_1h=_good(reading.reachability_ratio_1h))
+
+
+def _apart(a: float | None, b: float | None, tolerance: float) -> bool:
+    return (a is None) != (b is None) or (a is not None and b is not None and abs(a - b) >= tolerance)
 
 
 def _moved(a: SloValues, b: SloValues, tol: Tolerance) -> bool:
     if (a.burn_rate_1h is None) != (b.burn_rate_1h is None):
+        return True
+    if _apart(a.uptime_1h, b.uptime_1h, tol.availability) or _apart(a.reachability_1h, b.reachability_1h,
+                                                                    tol.availability):
         return True
     burn = a.burn_rate_1h is not None and b.burn_rate_1h is not None \
         and abs(a.burn_rate_1h - b.burn_rate_1h) >= tol.burn_rate
@@ -120,8 +144,16 @@ def advance(previous: SloStatus | None, *, window: str, objective: Decimal, read
         return kept
     spent = "error budget spent" if reason == "BudgetExhausted" else "of the error budget left"
     message = (f"availability {percent(values.availability, 4)}% over {window} (objective {objective}%): "
-               f"{percent(values.budget_remaining, 1)}% {spent}")
+               f"{percent(values.budget_remaining, 1)}% {spent}{_locations_text(values)}")
     return SloStatus(window, reason, message, values, now)
+
+
+def _locations_text(values: SloValues) -> str:
+    """Several vantages: the last hour under the quorum beside all probes of every location."""
+    if values.reachability_1h is None:
+        return ""
+    uptime = "" if values.uptime_1h is None else f"uptime {percent(values.uptime_1h, 4)}% under the quorum, "
+    return f"; last hour: {uptime}reachability {percent(values.reachability_1h, 4)}% from every location"
 
 
 def timestamp(epoch: float) -> str:
@@ -136,6 +168,10 @@ def fields(s: SloStatus) -> dict[str, Any]:
         out["budgetRemaining"] = percent(s.values.budget_remaining, 1)
         if s.values.burn_rate_1h is not None:
             out["burnRate1h"] = rate_text(s.values.burn_rate_1h)
+        if s.values.uptime_1h is not None:
+            out["uptime1h"] = percent(s.values.uptime_1h, 4)
+        if s.values.reachability_1h is not None:
+            out["reachability1h"] = percent(s.values.reachability_1h, 4)
     if s.updated is not None:
         out["updated"] = timestamp(s.updated)
     return out

@@ -45,6 +45,8 @@ class Counter:
     increments: Increments
     resets: frozenset[int] = frozenset()
     """Sample times at which the prober restarted: both counters start again from that sample's increments."""
+    location: str | None = None
+    """The series' ``location`` label (a monitor of several vantages has one counter per location)."""
 
     def times(self) -> range:
         return range(self.start, self.end + 1, self.step)
@@ -90,7 +92,8 @@ def openmetrics(counters: Sequence[Counter], gauges: Sequence[Gauge], chunk: int
     lines: dict[int, list[str]] = {}
     for c in counters:  # one series after the other; samples in time order
         for result, index in (("success", 1), ("failure", 2)):
-            sel = _labels({"namespace": c.namespace, "monitor": c.monitor, "result": result})
+            where = {} if c.location is None else {"location": c.location}
+            sel = _labels({"namespace": c.namespace, "monitor": c.monitor, "result": result, **where})
             for v in c.values():
                 lines.setdefault(v[0] // chunk, []).append(f"route_monitor_probes_total{sel} {v[index]} {v[0]}")
     for g in gauges:
@@ -166,7 +169,8 @@ class RuleBackfill:
 @contextmanager
 def backfilled(workdir: Path, *, counters: Sequence[Counter], gauges: Sequence[Gauge] = (),
                rules: Sequence[RuleBackfill] = ()) -> Iterator[HistoryPrometheus]:
-    """Prometheus serving ``counters``/``gauges`` and the recording ``rules`` evaluated over them."""
+    """Prometheus serving ``counters``/``gauges`` and the recording ``rules`` evaluated over them,
+    one job after the other: a job's records are served before the next job runs (so it may read them)."""
     workdir.mkdir(parents=True, exist_ok=True)
     for chunk, text in openmetrics(counters, gauges).items():
         (workdir / f"history-{chunk}.om").write_text(text)
@@ -176,12 +180,13 @@ def backfilled(workdir: Path, *, counters: Sequence[Counter], gauges: Sequence[G
         if rules:
             prom.start()
             for i, job in enumerate(rules):
+                if i:
+                    prom.start()
                 name = f"backfill-rules-{i}.yml"
                 (workdir / name).write_text(yaml.safe_dump({"groups": list(job.groups)}, sort_keys=False))
                 _promtool("tsdb", "create-blocks-from", "rules", f"--url={prom.url}", f"--start={job.start}",
                           f"--end={job.end}", f"--output-dir=recorded-{i}", "--eval-interval=60s", name, cwd=workdir)
-            prom.stop()
-            for i in range(len(rules)):
+                prom.stop()
                 for block in (workdir / f"recorded-{i}").iterdir():
                     if block.is_dir():
                         shutil.move(str(block), prom.data / block.name)

@@ -7,6 +7,10 @@ started in it (``ip netns exec``) reaches only what listens on a host end's addr
 unreachable") as on a node that lost its network, and :meth:`Link.restore` brings it back. The
 namespace and its links are deleted by name when the test ends. Needs root (tests run as root here).
 
+:class:`HostAddresses` are host addresses on an interface of their own that several namespaces route to
+through their own links (one target URL probed from every namespace; :meth:`NetNS.unroute` cuts
+one namespace's path to it alone).
+
 :class:`Relay` forwards TCP from a host end's address to a loopback port (the test apiserver
 listens on 127.0.0.1 only); an HTTP target on a host end's address is
 :class:`tests.support.operator.Target` given that ``address``.
@@ -68,6 +72,14 @@ class NetNS:
         self.run_in("ip", "link", "set", "dev", ns_end, "up")
         return self.links[-1]
 
+    def route(self, address: str, link: Link) -> None:
+        """Reach the host's ``address`` (:class:`HostAddresses`) through ``link``."""
+        self.run_in("ip", "route", "replace", f"{address}/32", "via", link.host_address)
+
+    def unroute(self, address: str) -> None:
+        """No route to ``address`` any more: connects fail at once (host unreachable), the rest works."""
+        self.run_in("ip", "route", "replace", "unreachable", f"{address}/32")
+
     def run_in(self, *args: str) -> None:
         ip("netns", "exec", self.name, *args)
 
@@ -89,6 +101,26 @@ class NetNS:
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=20)
         for link in self.links:  # gone with the namespace, normally; by name in case it is not
             subprocess.run(["ip", "link", "del", link.host_end], capture_output=True, timeout=20)
+
+
+class HostAddresses:
+    """Addresses of the host (``198.18.x.1``, ``.2``...) on an interface of their own (a veth pair
+    with both ends on the host: this kernel has no dummy interfaces), so that
+    one server address is reachable from several namespaces: each routes it through one of its
+    links (:meth:`NetNS.route`), and the host delivers it locally. Deleted by name at :meth:`close`."""
+
+    def __init__(self, count: int) -> None:
+        self.device = f"rmd{os.getpid() % 100000}{next(_namespaces)}"[:15]
+        octet = os.getpid() % 250 + 1
+        self.addresses = [f"198.18.{octet}.{i + 1}" for i in range(count)]
+        ip("link", "add", self.device, "type", "veth", "peer", "name", f"{self.device}p"[:15])
+        for address in self.addresses:
+            ip("addr", "add", f"{address}/32", "dev", self.device)
+        ip("link", "set", "dev", self.device, "up")
+        ip("link", "set", "dev", f"{self.device}p"[:15], "up")
+
+    def close(self) -> None:
+        subprocess.run(["ip", "link", "del", self.device], capture_output=True, timeout=20)
 
 
 class Relay:

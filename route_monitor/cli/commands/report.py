@@ -14,7 +14,7 @@ import datetime as dt
 import re
 import sys
 
-from alert_rules import readback
+from alert_rules import names, readback
 from route_monitor.cli import cliargs
 from route_monitor.reports import exactcount, report, reportrange
 from route_monitor.slo import promapi
@@ -94,7 +94,14 @@ async def _fetch(settings: promapi.PromSettings, rng: reportrange.ReportRange,
         probes = await _probes(api, rng, namespaces)
         objectives = await api.query(readback.objectives(rng.seconds, namespaces), at=at)
         alerts = await api.query(readback.alerts_fired(rng.seconds, namespaces), at=at)
-    return report.rows(rng, probes=probes, objectives=objectives, alerts=alerts)
+        tile = readback.TILE
+        quorum_failed = await api.query(readback.quorum_tiles(names.errors_increase_record(tile), rng.seconds,
+                                                              namespaces), at=at)
+        quorum_probes = await api.query(readback.quorum_tiles(names.probes_increase_record(tile), rng.seconds,
+                                                              namespaces), at=at)
+        locations = await api.query(readback.locations_in_range(rng.seconds, namespaces), at=at)
+    return report.rows(rng, probes=probes, objectives=objectives, alerts=alerts, quorum_failed=quorum_failed,
+                       quorum_probes=quorum_probes, locations=locations)
 
 
 def run(args: argparse.Namespace) -> int:
