@@ -9,7 +9,7 @@ real plugin processes (a script written here that prints an ExecCredential) and 
   connections);
 - a missing command is one line with its ``installHint``; a failing plugin, one line with its
   stderr; a plugin that hangs, one line after the time limit;
-- ``route-monitor doctor`` reads the cluster with such a kubeconfig.
+- ``route-monitor doctor`` reads the cluster with such a kubeconfig, and the operator runs with one.
 """
 
 from __future__ import annotations
@@ -26,11 +26,16 @@ from typing import Any
 import pytest
 import trustme
 import yaml
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
 
 from route_monitor.kube import apierrors, execplugin, kubeconfig, rest, transport
 from route_monitor.kube.auth import ExecAuth
-from tests.support.cluster import ADMIN_TOKEN, Cluster
+from tests.support.cluster import ADMIN_TOKEN, OPERATOR_TOKEN, Cluster
 from tests.support.cluster import kubeconfig as cluster_kubeconfig
+from tests.support.net import wait_for
+from tests.support.operator import Operator, Target, admin_client, annotations, get, route
+from tests.support.resources import RouteMonitor
 from tests.test_kubeconfig import b64, config, tls_server
 
 V1 = "client.authentication.k8s.io/v1"
@@ -211,3 +216,28 @@ def test_doctor_reads_the_cluster_through_an_exec_plugin(cluster: Cluster, tmp_p
     assert any("operator Deployment" in f["message"] or "no Deployment route-monitor" in f["message"]
                for f in findings), findings
     assert len(plugin.runs()) == 1 and ADMIN_TOKEN not in done.stderr + done.stdout
+
+
+@pytest.mark.cluster
+def test_the_operator_runs_with_an_exec_plugin(cluster: Cluster, tmp_path: Path, target: Target) -> None:
+    """The operator from a laptop kubeconfig: its first token is refused (401), the plugin runs
+    again once and the operator goes on to create the Route's RouteMonitor; the plugin's stderr is
+    in the operator's log, its tokens are not."""
+    ns = "exec-plugin"
+    kube = admin_client(cluster)
+    kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+    kube.create(route(ns, "app", target.host, annotations()))
+    plugin = Plugin(tmp_path, [{"status": {"token": "revoked-token"}},
+                               {"status": {"token": OPERATOR_TOKEN, "expirationTimestamp": FUTURE},
+                                "stderr": "signed in as operator\n"}])
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(cluster_kubeconfig(cluster.server, "", "u", credentials=plugin.user())))
+    op = Operator(cluster, tmp_path / "op.log", ("--namespace", ns), kubeconfig=path)
+    op.start()
+    try:
+        wait_for(lambda: get(kube, RouteMonitor, "app", ns) is not None, timeout=30, what="the Route's RouteMonitor")
+    finally:
+        op.stop()
+    assert len(plugin.runs()) == 2, op.log()
+    log = op.log(400)
+    assert "signed in as operator" in log and OPERATOR_TOKEN not in log and "revoked-token" not in log
