@@ -15,6 +15,7 @@ real plugin processes (a script written here that prints an ExecCredential) and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -102,7 +103,8 @@ def test_the_plugins_token_is_sent_and_kept(cluster: Cluster, tmp_path: Path, ca
         client = rest.for_config(found, pools.session, pools=pools)
         assert client is not None
         try:
-            return await asyncio.gather(*(client.get(NAMESPACE, {}) for _ in range(5)))
+            answers: list[Any] = await asyncio.gather(*(client.get(NAMESPACE, {}) for _ in range(5)))
+            return answers
         finally:
             await pools.aclose()
 
@@ -136,6 +138,27 @@ def test_a_401_runs_the_plugin_again_once(cluster: Cluster, tmp_path: Path) -> N
     with pytest.raises(apierrors.ApiError) as refused:
         asyncio.run(_get(cluster_kubeconfig(cluster.server, "", "u", credentials=never.user()), NAMESPACE))
     assert refused.value.status == 401 and len(never.runs()) == 2  # not a loop
+
+
+@pytest.mark.cluster
+def test_a_watch_refused_with_401_runs_the_plugin_again_once(cluster: Cluster, tmp_path: Path) -> None:
+    plugin = Plugin(tmp_path, [{"status": {"token": "revoked"}}, {"status": {"token": ADMIN_TOKEN}}])
+    found = kubeconfig.from_dict(cluster_kubeconfig(cluster.server, "", "u", credentials=plugin.user()))
+
+    async def first_event() -> dict[str, Any]:
+        pools = transport.for_config(found)
+        client = rest.for_config(found, pools.session, pools.watch_session, pools=pools)
+        assert client is not None
+        try:
+            watch = client.watch("/api/v1/namespaces", {"timeoutSeconds": "5"}, read_timeout=10)
+            async with contextlib.aclosing(watch) as events:  # type: ignore[type-var]
+                async for event in events:
+                    return event
+            raise AssertionError("the watch ended without an event")
+        finally:
+            await pools.aclose()
+
+    assert asyncio.run(first_event())["type"] == "ADDED" and len(plugin.runs()) == 2
 
 
 async def test_the_plugins_client_certificate_is_presented(tmp_path: Path) -> None:
