@@ -195,7 +195,7 @@ def test_a_failing_plugin_is_one_line_with_its_stderr(tmp_path: Path) -> None:
     plugin = Plugin(tmp_path, [{"exit": 3, "stderr": "error: SSO session expired\nrun: aws sso login\n"}])
     with pytest.raises(apierrors.Unreachable) as failed:  # the operator tries again later, as for no answer
         asyncio.run(_get(config("https://127.0.0.1:1", {}, plugin.user()), NAMESPACE))
-    assert isinstance(failed.value, execplugin.ExecPluginFailed)
+    assert isinstance(failed.value, execplugin.ExecPluginFailed) and apierrors.unreachable(failed.value)
     assert str(failed.value) == (f"the exec plugin {str(plugin.script)!r} failed (exit status 3): "
                                  "error: SSO session expired run: aws sso login")
 
