@@ -144,22 +144,25 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("user", "why"), [
-    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "aws-iam-authenticator"}},
-     "an exec plugin (aws-iam-authenticator)"),
-    ({"auth-provider": {"name": "gcp"}}, "an auth provider"),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-iam-authenticator",
+               "interactiveMode": "Never"}}, "exec plugin 'no-such-iam-authenticator' of the kubeconfig was not found"),
+    ({"auth-provider": {"name": "gcp"}}, "auth provider 'gcp'"),
 ])
-def test_plugin_users_are_read_to_be_refused(user: dict[str, Any], why: str) -> None:
+def test_plugin_users_that_cannot_run_are_read_to_be_refused(user: dict[str, Any], why: str) -> None:
     found = kubeconfig.from_dict(config("https://a", {}, user))
     assert why in (rest.unsupported_user(found) or "")
 
 
-def test_doctor_refuses_a_plugin_user_with_one_line(tmp_path: Path) -> None:
-    """``doctor`` reads the cluster with the operator's client, so it asks for the same credentials."""
+def test_doctor_refuses_a_missing_plugin_with_one_line(tmp_path: Path) -> None:
+    """``doctor`` runs the kubeconfig's exec plugin as kubectl does; one that is not installed is one
+    line with the kubeconfig's ``installHint``."""
     path = tmp_path / "kubeconfig"
-    plugin = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "gke-gcloud-auth-plugin"}}
+    plugin = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "no-such-gcloud-auth-plugin",
+                       "installHint": "Install it with:\n  gcloud components install gke-gcloud-auth-plugin"}}
     path.write_text(yaml.safe_dump(config("https://127.0.0.1:1", {}, plugin)))
     done = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "doctor"], capture_output=True,
                           text=True, timeout=60, env={**os.environ, "KUBECONFIG": str(path)})
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert "exec plugin (gke-gcloud-auth-plugin)" in lines[0] and "Traceback" not in done.stderr
+    assert "exec plugin 'no-such-gcloud-auth-plugin' of the kubeconfig was not found: Install it with: gcloud " \
+        "components install gke-gcloud-auth-plugin" in lines[0] and "Traceback" not in done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,12 +130,14 @@ def test_the_token_file_is_read_again_when_the_kubelet_rotates_it(tmp_path: Path
 @pytest.mark.parametrize(("user", "direct"), [
     ({"token": ADMIN_TOKEN}, True), ({"tokenFile": "/var/run/token"}, True),
     ({"client-certificate": "c.pem", "client-key": "k.pem"}, True),
-    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "get-token"}}, False),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "no-such-get-token"}}, False),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable}}, True),
     ({"auth-provider": {"name": "oidc"}}, False),
     ({"username": "u", "password": "p"}, True), ({}, True),
 ])
 def test_users_authenticated_through_a_plugin_get_no_direct_path(user: dict[str, Any], direct: bool) -> None:
-    """Exec plugins and auth providers: the operator refuses them at start (``unsupported_user``);
-    a token, a token file, a client certificate, basic auth or no credentials at all go direct."""
+    """Auth providers and exec plugins that are not installed: the operator refuses them at start
+    (``unsupported_user``); a token, a token file, a client certificate, basic auth, an installed
+    exec plugin or no credentials at all go direct."""
     config = kc.from_dict(kubeconfig("https://127.0.0.1:6443", "", "u", credentials=user))
     assert (rest.for_config(config, lambda: None) is not None) == direct  # type: ignore[arg-type,return-value]

@@ -4,14 +4,16 @@ the kubeconfig named by ``$KUBECONFIG`` (or ``~/.kube/config``), its current con
 Read once at start into frozen values; the TLS context (:func:`tls_context`) is built from them.
 What the operator can send (:mod:`~route_monitor.kube.rest`): a bearer token, a token file (the
 service account's, re-read when the kubelet rotates it), a client certificate, a user name and
-password. A user that logs in through an exec plugin or an auth provider is read as such, so that
-the operator can refuse it with one clear line (:func:`~route_monitor.kube.rest.unsupported_user`)
-rather than fail with 401s later. ``proxy-url`` is not used: the API server is reached directly.
+password, an exec plugin (:mod:`~route_monitor.kube.execplugin`, run at the first request). A user
+of an auth provider is read as such, so that the operator can refuse it with one clear line
+(:func:`~route_monitor.kube.auth.unsupported_user`) rather than fail with 401s later.
+``proxy-url`` is not used: the API server is reached directly.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import ssl
 import tempfile
@@ -22,8 +24,12 @@ from typing import Any
 
 import yaml
 
+from route_monitor.kube import execplugin
+from route_monitor.kube.execplugin import ExecConfig
+
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
+EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 
 
 class ConfigError(Exception):
@@ -37,6 +43,8 @@ class Cluster:
     ca_data: str | None = None
     """``certificate-authority-data``: base64 of PEM."""
     insecure: bool = False
+    exec_extension: str | None = None
+    """JSON of the ``client.authentication.k8s.io/exec`` extension, for plugins given the cluster's info."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +57,12 @@ class User:
     cert_data: str | None = None
     key_file: str | None = None
     key_data: str | None = None
-    exec_command: str | None = None
-    """The command of an exec plugin, which the operator does not run."""
-    auth_provider: bool = False
+    plugin: ExecConfig | None = None
+    """The ``exec`` block: the plugin that gives the credential."""
+    exec_errors: tuple[str, ...] = ()
+    """What is wrong in the ``exec`` block (then ``plugin`` is None)."""
+    auth_provider: str | None = None
+    """The name of the ``auth-provider``, which the operator does not run."""
 
 
 @dataclass(frozen=True)
@@ -105,18 +116,22 @@ def from_dict(conf: Mapping[str, Any], fname: str | Path | None = None, context:
     if user_name is not None and user_name not in users:
         raise ConfigError(f"{where}: context '{name}' names user '{user_name}', which is not defined")
     c = clusters[str(cluster_name)]
+    extension = _named(c.get("extensions"), "extension", where).get(EXEC_EXTENSION)
     cluster = Cluster(server=_str(c, "server") or "http://localhost:8080", ca_file=_str(c, "certificate-authority"),
-                      ca_data=_str(c, "certificate-authority-data"), insecure=bool(c.get("insecure-skip-tls-verify")))
+                      ca_data=_str(c, "certificate-authority-data"), insecure=bool(c.get("insecure-skip-tls-verify")),
+                      exec_extension=None if extension is None else json.dumps(extension))
     user = None
     if user_name is not None:
         u = users[user_name]
-        plugin = u.get("exec")
+        block, provider = u.get("exec"), u.get("auth-provider")
+        plugin, errors = (None, []) if not isinstance(block, Mapping) else \
+            execplugin.parse(block, f"{where}: users[{user_name}].user.exec", Path(fname).parent if fname else None)
         user = User(token=_str(u, "token"), token_file=_str(u, "tokenFile"), username=_str(u, "username"),
                     password=_str(u, "password"), cert_file=_str(u, "client-certificate"),
                     cert_data=_str(u, "client-certificate-data"), key_file=_str(u, "client-key"),
-                    key_data=_str(u, "client-key-data"),
-                    exec_command=str(plugin.get("command")) if isinstance(plugin, Mapping) else None,
-                    auth_provider=bool(u.get("auth-provider")))
+                    key_data=_str(u, "client-key-data"), plugin=plugin, exec_errors=tuple(errors),
+                    auth_provider=None if not provider else str(provider.get("name") if isinstance(provider, Mapping)
+                                                                 else provider))
     return KubeConfig(name, cluster, user, Path(fname) if fname else None)
 
 

@@ -10,11 +10,11 @@ per monitor (``benchmarks/kube_writes.py``). An answer >= 400 raises
 :class:`~route_monitor.kube.apierrors.ApiError`; no answer, one of
 :class:`~route_monitor.kube.apierrors.Unreachable`'s kinds.
 
-The credentials it sends (:mod:`~route_monitor.kube.kubeconfig`): a bearer token, a token file
-(the service account's, re-read when it changes, as the kubelet rotates it), a client certificate
-(in the TLS context) or a user name and password. Kubeconfig users that authenticate through an
-exec plugin or an auth provider cannot run the operator (:func:`unsupported_user` says so at
-start; kopf, which watched before, could not log them in either).
+The credentials it sends (:mod:`~route_monitor.kube.auth`): a bearer token, a token file (the
+service account's, re-read when it changes, as the kubelet rotates it), a client certificate (in
+the TLS context), a user name and password, or what an exec plugin gives (run before the first
+request, when its credential expires, and once more on a 401, the request then sent again once).
+Auth providers cannot run the operator (:func:`unsupported_user` says so at start).
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from alert_rules import names
 from route_monitor.kube.apierrors import from_answer
 from route_monitor.kube.auth import BasicAuth as BasicAuth
 from route_monitor.kube.auth import BearerToken as BearerToken
+from route_monitor.kube.auth import ExecAuth as ExecAuth
 from route_monitor.kube.auth import UnsupportedUser as UnsupportedUser
+from route_monitor.kube.auth import cluster_info
 from route_monitor.kube.auth import unsupported_user as unsupported_user
 from route_monitor.kube.kubeconfig import KubeConfig
-from route_monitor.kube.transport import mapped_errors
+from route_monitor.kube.transport import Pools, mapped_errors
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -62,7 +64,8 @@ class Rest:
     """JSON requests to one API server through ``session()`` (the shared aiohttp pool); watches
     through ``watch_session()`` (a pool of their own, :mod:`~route_monitor.kube.transport`)."""
 
-    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession], auth: BearerToken | BasicAuth, *,
+    def __init__(self, server: str, session: Callable[[], aiohttp.ClientSession],
+                 auth: BearerToken | BasicAuth | ExecAuth, *,
                  watch_session: Callable[[], aiohttp.ClientSession] | None = None,
                  timeout: aiohttp.ClientTimeout = _TIMEOUT) -> None:
         self._server = server.rstrip("/")
@@ -70,6 +73,7 @@ class Rest:
         self._session = session
         self._watch_session = watch_session or session
         self._auth = auth
+        self._plugin = auth if isinstance(auth, ExecAuth) else None
         self._query = f"?fieldManager={quote(names.FIELD_MANAGER, safe='')}"
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
@@ -82,7 +86,7 @@ class Rest:
         return headers
 
     async def get(self, where: str, query: Mapping[str, str]) -> dict[str, Any]:
-        return await self._request("GET", self._server + where + "?" + urlencode(query), None, self._headers())
+        return await self._request("GET", self._server + where + "?" + urlencode(query), None, None)
 
     async def watch(self, where: str, query: Mapping[str, str],
                     read_timeout: float | None) -> AsyncIterator[dict[str, Any]]:
@@ -90,19 +94,19 @@ class Rest:
         until it ends the stream; an answer >= 400 raises as :meth:`get` does."""
         url = self._server + where + "?" + urlencode({**query, "watch": "true"})
         timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.connect, sock_read=read_timeout)
-        with mapped_errors("GET", url):
-            async with self._watch_session().get(url, headers=self._headers(), timeout=timeout,
-                                                 allow_redirects=False) as response:
-                if response.status >= 400:
-                    raise from_answer(response.status, await response.read(), method="GET", url=url)
-                rest = b""
-                async for chunk in response.content.iter_any():
-                    lines = (rest + chunk).split(b"\n")
-                    rest = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            event: dict[str, Any] = _DECODE(line)
-                            yield event
+        for again in (True, False):
+            generation = await self._plugin.fresh() if self._plugin is not None else 0
+            with mapped_errors("GET", url):
+                async with self._watch_session().get(url, headers=self._headers(), timeout=timeout,
+                                                     allow_redirects=False) as response:
+                    if response.status == 401 and again and self._plugin is not None:
+                        await self._plugin.rejected(generation)
+                        continue
+                    if response.status >= 400:
+                        raise from_answer(response.status, await response.read(), method="GET", url=url)
+                    async for event in _events(response):
+                        yield event
+                    return
 
     async def list(self, where: str, query: Mapping[str, str], *, chunk: int = 500) -> tuple[list[dict[str, Any]], str]:
         """Every item of the collection ``where`` (asked for in pages of ``chunk``) and the
@@ -119,7 +123,7 @@ class Rest:
 
     async def delete(self, item: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """DELETE with ``body`` (DeleteOptions: preconditions, propagation); no field manager."""
-        return await self._request("DELETE", self._server + item, _ENCODE(body), self._headers(JSON))
+        return await self._request("DELETE", self._server + item, _ENCODE(body), JSON)
 
     async def create(self, collection: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self._send("POST", collection, body, JSON)
@@ -131,31 +135,54 @@ class Rest:
         return await self._send("PATCH", item, body, MERGE_PATCH)
 
     async def _send(self, method: str, where: str, body: Mapping[str, Any], content_type: str) -> dict[str, Any]:
-        return await self._request(method, self._server + where + self._query, _ENCODE(body),
-                                   self._headers(content_type))
+        return await self._request(method, self._server + where + self._query, _ENCODE(body), content_type)
 
-    async def _request(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, Any]:
-        """One request on the short-request pool; its JSON answer, or :class:`ApiError`."""
-        with mapped_errors(method, url):
-            async with self._session().request(method, url, data=data, headers=headers, timeout=self._timeout,
-                                               allow_redirects=False) as response:
-                content = await response.read()
-                status = response.status
+    async def _request(self, method: str, url: str, data: bytes | None, content_type: str | None) -> dict[str, Any]:
+        """One request on the short-request pool; its JSON answer, or :class:`ApiError`. A 401 to an
+        exec plugin's credential runs the plugin again and sends the request once more."""
+        for again in (True, False):
+            generation = await self._plugin.fresh() if self._plugin is not None else 0
+            with mapped_errors(method, url):
+                async with self._session().request(method, url, data=data, headers=self._headers(content_type),
+                                                   timeout=self._timeout, allow_redirects=False) as response:
+                    content = await response.read()
+                    status = response.status
+            if status != 401 or not again or self._plugin is None:
+                break
+            await self._plugin.rejected(generation)
         if status >= 400:
             raise from_answer(status, content, method=method, url=url)
         answer: dict[str, Any] = _DECODE(content)
         return answer
 
 
+async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The JSON lines of a watch's answer, as they arrive."""
+    rest = b""
+    async for chunk in response.content.iter_any():
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.strip():
+                event: dict[str, Any] = _DECODE(line)
+                yield event
+
+
 def for_config(config: KubeConfig, session: Callable[[], aiohttp.ClientSession],
-               watch_session: Callable[[], aiohttp.ClientSession] | None = None) -> Rest | None:
+               watch_session: Callable[[], aiohttp.ClientSession] | None = None, *,
+               pools: Pools | None = None) -> Rest | None:
     """The direct path for ``config``'s current context, or None when the operator cannot
-    authenticate as its user (:func:`unsupported_user`)."""
+    authenticate as its user (:func:`unsupported_user`). ``pools``: where an exec plugin's client
+    certificate goes (their TLS context), and which drop their connections when it changes."""
     user = config.user
     if unsupported_user(config) is not None:
         return None
-    auth: BearerToken | BasicAuth = BearerToken()
-    if user is not None and user.username and user.password:
+    auth: BearerToken | BasicAuth | ExecAuth = BearerToken()
+    if user is not None and user.plugin is not None:
+        info = cluster_info(config) if user.plugin.provide_cluster_info else None
+        auth = ExecAuth(user.plugin, info, tls=pools.ssl_context if pools is not None else None,
+                        on_new_certificate=pools.rotate if pools is not None else None)
+    elif user is not None and user.username and user.password:
         auth = BasicAuth(user.username, user.password)
     elif user is not None:
         auth = BearerToken(token=user.token, token_file=user.token_file)

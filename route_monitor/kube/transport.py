@@ -44,6 +44,18 @@ class Pools:
         self._ssl = ssl_context
         self._limits = {False: limit, True: 0}  # is a watch -> connections at once (0: no limit)
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
+        self._retired: list[aiohttp.ClientSession] = []
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | bool:
+        """The TLS of new connections (an exec plugin's client certificate is loaded into it)."""
+        return self._ssl
+
+    def rotate(self) -> None:
+        """New connections from now on (a new client certificate): the sessions so far keep the
+        requests and watches under way, and are closed with the pools."""
+        self._retired.extend(self._sessions.values())
+        self._sessions = {}
 
     def session(self) -> aiohttp.ClientSession:
         """The pool of requests that are not watches."""
@@ -62,7 +74,7 @@ class Pools:
         return session
 
     async def aclose(self) -> None:
-        for session in self._sessions.values():
+        for session in (*self._sessions.values(), *self._retired):
             await session.close()
 
 

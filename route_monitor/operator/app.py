@@ -71,7 +71,7 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         if membership is not None:
             membership.set_blind(blind)
 
-    direct = rest.for_config(config, pool.session, pool.watch_session)
+    direct = rest.for_config(config, pool.session, pool.watch_session, pools=pool)
     if direct is None:
         raise rest.UnsupportedUser(rest.unsupported_user(config) or "no usable credentials")
     where, how = await location.resolve(settings.location, os.environ.get("NODE_NAME"),

@@ -164,7 +164,7 @@ async def diagnose(client: Rest, operator_namespace: str) -> list[Finding]:
 async def _diagnose_env(operator_namespace: str) -> list[Finding]:
     """:func:`diagnose` with the caller's credentials (in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
     config, pools = transport.load()
-    client = kuberest.for_config(config, pools.session)
+    client = kuberest.for_config(config, pools.session, pools=pools)
     if client is None:
         raise transport.UnusableConfig(kuberest.unsupported_user(config) or "no usable credentials")
     try:
