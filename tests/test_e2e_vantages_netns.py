@@ -57,13 +57,13 @@ from alert_rules import names
 from alert_rules.model import DEFAULT_EVALUATION_MS
 from alert_rules.operator_alerts import PROBER_BLIND
 from alert_rules.path_rules import settle_ms
-from route_monitor.kube.writer import PrometheusRule, RouteMonitor
 from route_monitor.operator.replicas.vantages import owners
 from tests.support.cluster import OPERATOR_TOKEN, OPERATOR_USER, Cluster, kubeconfig
 from tests.support.net import wait_for
 from tests.support.netns import HostAddresses, Link, NetNS, Relay
 from tests.support.operator import VENV_BIN, Operator, Target, admin_client, get, route
 from tests.support.prometheus import Paging, Prometheus, run_paging, run_prometheus
+from tests.support.resources import PrometheusRule, RouteMonitor
 from tests.support.sink import PAGERDUTY_PATH, TICKET_PATH
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
