@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVERS = """
 import json, sys
 import trustme
-from tests.support.protocolservers import PONG, DNSServer, GRPCHealth, LineServer
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolservers import PONG, GRPCHealth, LineServer
 kind, cert, key = sys.argv[1:4]
 if kind == "tcp":
     servers = [LineServer(PONG) for _ in range(4)]
@@ -53,7 +54,7 @@ elif kind == "grpc-tls":
     for s in servers:
         s.set("", True)
 else:
-    servers = [DNSServer({"shop.example": "10.96.4.2"})]
+    servers = [DNSServer({"shop.example": "10.96.4.2"}, port=0)]
 print(json.dumps([s.port for s in servers]), flush=True)
 sys.stdin.read()
 """
