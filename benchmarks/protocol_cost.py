@@ -84,12 +84,14 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
             seen["ok"] += r.success
         if seen["n"] == warm:
             seen["cpu0"] = time.process_time()
+            seen["sys0"] = os.times().system
             if profile is not None:
                 profile.enable()
         if seen["n"] == warm + probes:
             if profile is not None:
                 profile.disable()
             seen["cpu1"] = time.process_time()
+            seen["sys1"] = os.times().system
             done.set()
 
     engine = ProbeEngine(metrics=ProbeMetrics(CollectorRegistry()), on_result=on_result,
@@ -112,6 +114,7 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
         rss_in_use = _rss_mb()
     return {"kind": kind, "targets": targets, "rate": rate, "probes": probes, "ok_ratio": seen["ok"] / probes,
             "cpu_ms_per_probe": round(1000 * (seen["cpu1"] - seen["cpu0"]) / probes, 4),
+            "system_ms_per_probe": round(1000 * (seen["sys1"] - seen["sys0"]) / probes, 4),
             "rss_mb": round(rss, 2), "rss_in_use_mb": round(rss_in_use, 2)}
 
 

@@ -58,17 +58,36 @@ class Progress:
 
 
 class Stream:
-    """One plain TCP connection, read and written on the socket itself (``loop.sock_recv``): no
-    transport, protocol or stream objects for a connection that carries one request."""
+    """One plain TCP connection, read and written on the socket itself: no transport, protocol or
+    stream objects for a connection that carries one request. A read tries the socket, then
+    waits for it to be readable (what ``loop.sock_recv`` does, without its per-read done callback
+    and file-object lookups)."""
 
-    __slots__ = ("_loop", "_sock")
+    __slots__ = ("_fd", "_loop", "_sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._fd = sock.fileno()
         self._loop = asyncio.get_running_loop()
 
     async def read(self, max_bytes: int) -> bytes:
-        return await self._loop.sock_recv(self._sock, max_bytes)
+        recv = self._sock.recv
+        try:
+            return recv(max_bytes)
+        except (BlockingIOError, InterruptedError):
+            pass
+        loop, fd = self._loop, self._fd
+        while True:
+            readable = loop.create_future()
+            loop.add_reader(fd, _set_done, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            try:
+                return recv(max_bytes)
+            except (BlockingIOError, InterruptedError):
+                continue
 
     async def write(self, buffer: bytes) -> None:
         try:
