@@ -49,7 +49,7 @@ def health_client(port: int, service: str, credentials: grpc.ChannelCredentials 
 @pytest.mark.parametrize(("service", "state"), [
     ("", True), (CHECKOUT, True), (CHECKOUT, False), (CHECKOUT, None), ("unknown.Service", "absent"),
 ], ids=["server-serving", "service-serving", "not-serving", "unknown-status", "unknown-service"])
-async def test_h2c_verdicts_agree_with_the_health_client(service: str, state: bool | None | str) -> None:
+async def test_h2c_verdicts_agree_with_the_health_client(service: str, state: bool | str | None) -> None:
     server = GRPCHealth()
     server.set("", True)
     if state != "absent":
