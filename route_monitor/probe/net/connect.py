@@ -27,7 +27,7 @@ from route_monitor.probe.result import FailureReason
 from route_monitor.targets.safety import forbidden_host, forbidden_ip
 
 
-@dataclass
+@dataclass(slots=True)
 class Progress:
     """Where one probe is (mutable, owned by that probe)."""
 
@@ -182,7 +182,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     connected socket through :mod:`~route_monitor.probe.net.tlsstream`, not asyncio's SSL transport."""
     progress.phase = Phase.DNS
     progress.lap_started = time.perf_counter()
-    addresses = await resolve(host)
+    addresses = [host] if _is_ip(host) and not forbidden_host(host) else await resolve(host)
     progress.lap(DNS)
     progress.phase = Phase.CONNECT
     last: OSError | None = None
