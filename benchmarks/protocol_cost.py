@@ -7,8 +7,8 @@ A :class:`~route_monitor.probe.engine.ProbeEngine` with one URL monitor per targ
 ``PING``/``+PONG``; ``grpc-tls``: the health check over TLS; ``dns``: an A query) probes the test
 suite's real servers, run in a child process so that only the prober's CPU is counted. First
 probes are spread over one interval (no start-up burst). Prints one JSON line: CPU ms per probe
-(user + system), success ratio, RSS once the probes are counted, and RSS after ``malloc_trim(0)``
-(glibc hands freed heap back): the memory still in use. Memory per monitor is the difference of
+(user + system; ``system_ms_per_probe``: the kernel's share), success ratio, RSS once the probes
+are counted, and RSS after ``malloc_trim(0)`` (glibc hands freed heap back): the memory still in use. Memory per monitor is the difference of
 that last figure between two ``--targets`` at the same ``--rate``; against ``tcp`` (which costs
 what plain HTTP does: ``RESULTS-protocols.md``) it gives what a protocol adds per monitor.
 """
