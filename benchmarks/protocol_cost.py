@@ -7,8 +7,8 @@ A :class:`~route_monitor.probe.engine.ProbeEngine` with one URL monitor per targ
 ``PING``/``+PONG``; ``grpc-tls``: the health check over TLS; ``dns``: an A query) probes the test
 suite's real servers, run in a child process so that only the prober's CPU is counted. First
 probes are spread over one interval (no start-up burst). Prints one JSON line: CPU ms per probe
-(user + system), success ratio, RSS once the probes are counted, and RSS after ``malloc_trim(0)``
-(glibc hands freed heap back): the memory still in use. Memory per monitor is the difference of
+(user + system; ``system_ms_per_probe``: the kernel's share), success ratio, RSS once the probes
+are counted, and RSS after ``malloc_trim(0)`` (glibc hands freed heap back): the memory still in use. Memory per monitor is the difference of
 that last figure between two ``--targets`` at the same ``--rate``; against ``tcp`` (which costs
 what plain HTTP does: ``RESULTS-protocols.md``) it gives what a protocol adds per monitor.
 """
@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVERS = """
 import json, sys
 import trustme
-from tests.support.protocolservers import PONG, DNSServer, GRPCHealth, LineServer
+from tests.support.dnsserver import DNSServer
+from tests.support.protocolservers import PONG, GRPCHealth, LineServer
 kind, cert, key = sys.argv[1:4]
 if kind == "tcp":
     servers = [LineServer(PONG) for _ in range(4)]
@@ -53,7 +54,7 @@ elif kind == "grpc-tls":
     for s in servers:
         s.set("", True)
 else:
-    servers = [DNSServer({"shop.example": "10.96.4.2"})]
+    servers = [DNSServer({"shop.example": "10.96.4.2"}, port=0)]
 print(json.dumps([s.port for s in servers]), flush=True)
 sys.stdin.read()
 """
@@ -83,12 +84,14 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
             seen["ok"] += r.success
         if seen["n"] == warm:
             seen["cpu0"] = time.process_time()
+            seen["sys0"] = os.times().system
             if profile is not None:
                 profile.enable()
         if seen["n"] == warm + probes:
             if profile is not None:
                 profile.disable()
             seen["cpu1"] = time.process_time()
+            seen["sys1"] = os.times().system
             done.set()
 
     engine = ProbeEngine(metrics=ProbeMetrics(CollectorRegistry()), on_result=on_result,
@@ -111,6 +114,7 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
         rss_in_use = _rss_mb()
     return {"kind": kind, "targets": targets, "rate": rate, "probes": probes, "ok_ratio": seen["ok"] / probes,
             "cpu_ms_per_probe": round(1000 * (seen["cpu1"] - seen["cpu0"]) / probes, 4),
+            "system_ms_per_probe": round(1000 * (seen["sys1"] - seen["sys0"]) / probes, 4),
             "rss_mb": round(rss, 2), "rss_in_use_mb": round(rss_in_use, 2)}
 
 

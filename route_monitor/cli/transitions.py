@@ -25,9 +25,11 @@ class Transitions:
         self._log = log
 
     def __call__(self, r: ProbeResult) -> None:
+        warming = r.excluded is Exclusion.WARMUP
+        if self._last.get(r.key) == r.success and warming is (r.key in self._warming):
+            return  # nothing changed: every probe comes here, so this path builds nothing
         name = f"{r.key[0]}/{r.key[1]}"
         extra = monitor_extra(r.key)
-        warming = r.excluded is Exclusion.WARMUP
         if warming and r.key not in self._warming:
             self._warming.add(r.key)
             self._log.warning("%s: warming up: failing probes are not counted until one succeeds or the warm-up "

@@ -37,7 +37,7 @@ from route_monitor.probe.result import ProbeResult
 from route_monitor.slo.state import SloStatus
 from route_monitor.spec import maintenance
 from route_monitor.spec.monitor import MonitorSpec, parse_routemonitor
-from route_monitor.spec.protocol import describe
+from route_monitor.spec.protocol import describe, probed_url
 from route_monitor.targets.resolve import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -307,6 +307,8 @@ class Reconciler:
         state = ("target_unresolved" if not isinstance(target, ResolvedTarget)
                  else "rules_failed" if rules.error or errors else "ready")
         self.metrics.set_state(key, state)
+        if isinstance(target, ResolvedTarget):  # the status shows the URL probed, in its protocol's scheme
+            target = dataclasses.replace(target, url=probed_url(target.url, spec.probe.protocol, target.protocol))
         now, last = self._clock(), self.results.get(key)
         obs = status.Observed(generation=generation, target=target, interval_ms=spec.probe.interval_ms,
                               rules_error=rules.error, rules_reason=rules.reason, rules_name=f"{key[0]}/{rules.name}",

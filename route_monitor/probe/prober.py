@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit
 
 from route_monitor import __version__
+from route_monitor.probe.deadlines import Deadlines
 from route_monitor.probe.net import http11
 from route_monitor.probe.net.connect import PROCESSING, TRANSFER, AnyStream, Progress, open_stream
 from route_monitor.probe.protocols import OtherProtocol, default_port, host_port
@@ -152,6 +153,8 @@ class Prober:
         self._wall = wall
         self._clock = clock
         self._cert_read_timeout = cert_read_timeout
+        self._deadlines: Deadlines | None = None
+        """The running loop's (:mod:`deadlines`: no timer per probe)."""
 
     def request(self, key: tuple[str, str], url: str, settings: ProbeSettings,
                 credentials: Credentials | None = None) -> ProbeRequest:
@@ -172,11 +175,21 @@ class Prober:
     async def probe(self, req: ProbeRequest) -> ProbeResult:
         started_wall = self._wall()
         t0 = self._clock()
-        progress = Progress(deadline=asyncio.get_running_loop().time() + req.settings.timeout_ms / 1000)
+        deadlines = self._deadlines
+        if deadlines is None or deadlines.loop is not asyncio.get_running_loop():
+            deadlines = self._deadlines = Deadlines(asyncio.get_running_loop())
+        deadline = deadlines.start(req.settings.timeout_ms / 1000)
+        progress = Progress(deadline=deadline.at)
         status: list[int] = []
         try:
-            async with asyncio.timeout(req.settings.timeout_ms / 1000):
+            try:
                 await self._exchange(req, progress, status)
+            except asyncio.CancelledError:
+                if deadline.own():
+                    raise TimeoutError from None
+                raise
+            finally:
+                deadline.end()
         except Exception as exc:  # CancelledError is a BaseException: it propagates
             duration = self._clock() - t0
             if isinstance(exc, TimeoutError) and progress.matching:  # a busy loop woke both deadlines at once

@@ -50,10 +50,8 @@ class OtherProtocol:
     """gRPC: ``spec.probe.headers`` and the Authorization of ``spec.probe.auth``."""
     message: bytes = b""
     """gRPC: the HealthCheckRequest, length-prefixed; DNS: the query (its id patched per probe)."""
-
-    @property
-    def tls(self) -> bool:
-        return self.settings.uses_tls
+    tls: bool = False
+    """``settings.uses_tls``, read once."""
 
     @classmethod
     def of(cls, p: ProtocolSettings, request: RequestOptions, credentials: Credentials | None) -> OtherProtocol:
@@ -68,7 +66,7 @@ class OtherProtocol:
             metadata += ((b"authorization", credentials.authorization),)
         message = (grpc.request_message(p.grpc.service) if p.protocol is Protocol.GRPC
                    else dnsquery.query_wire(p.dns) if p.protocol is Protocol.DNS else b"")
-        return cls(p, regexes, metadata, message)
+        return cls(p, regexes, metadata, message, p.uses_tls)
 
     async def run(self, host: str, port: int, server_name: str, tls: ssl.SSLContext | None,
                   progress: Progress) -> str:

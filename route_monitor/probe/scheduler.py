@@ -89,6 +89,7 @@ class Ticker:
         "_loop",
         "_now",
         "_on_skip",
+        "_own_clock",
         "_run_once",
         "_schedule",
         "_stopped",
@@ -103,6 +104,7 @@ class Ticker:
         self._schedule, self._run_once, self._on_skip = schedule, run_once, on_skip
         self._loop = asyncio.get_running_loop()
         self._now = clock or self._loop.time
+        self._own_clock = clock is None
         now = self._now()
         self._early = schedule.early_tick(now, first_within) if first_within is not None else None
         self._tick = self._early if self._early is not None else schedule.first_tick(now)
@@ -122,7 +124,11 @@ class Ticker:
             self.task.cancel()
 
     def _arm(self) -> None:
-        if not self._stopped:
+        if self._stopped:
+            return
+        if self._own_clock:  # the loop's clock: call_at runs a tick in the past at once, as call_later(0) would
+            self._timer = self._loop.call_at(self._tick, self._fire)
+        else:
             self._timer = self._loop.call_later(max(0.0, self._tick - self._now()), self._fire)
 
     def _fire(self) -> None:

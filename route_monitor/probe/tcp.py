@@ -57,13 +57,18 @@ async def _expect(stream: AnyStream, regex: BodyRegex, pending: bytes, progress:
     while True:
         if data:
             text = data.decode("latin-1")  # one character per byte: match offsets are byte offsets
-            progress.matching = f"no match for /{regex.pattern[:100]}/ in {_shown(data)} before the deadline"
-            try:
-                if (found := await regex.search(text, progress.deadline - _MARGIN_S)) is not None:
-                    progress.matching = ""
-                    return data[found.end():], f"matched {_shown(data[found.start():found.end()])}"
-            except MatchTimeout as e:
-                raise ProbeFailure(FailureReason.EXPECT_MISMATCH, str(e)) from None
+            done, found = regex.search_inline(text)
+            if found is None:
+                # a deadline from here on (a slow match, or the next read) reads as this mismatch
+                progress.matching = f"no match for /{regex.pattern[:100]}/ in {_shown(data)} before the deadline"
+            if not done:
+                try:
+                    found = await regex.search_slow(text, progress.deadline - _MARGIN_S)
+                except MatchTimeout as e:
+                    raise ProbeFailure(FailureReason.EXPECT_MISMATCH, str(e)) from None
+            if found is not None:
+                progress.matching = ""
+                return data[found.end():], f"matched {_shown(data[found.start():found.end()])}"
         if len(data) >= MAX_READ_BYTES:
             raise ProbeFailure(FailureReason.EXPECT_MISMATCH,
                                f"no match for /{regex.pattern[:100]}/ in the first {MAX_READ_BYTES} bytes")

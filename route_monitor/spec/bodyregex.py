@@ -87,10 +87,20 @@ class BodyRegex:
         """The first match of the pattern in ``text`` (a ``regex`` match: its span is what a TCP
         expect step consumes), or None; :class:`MatchTimeout` when it has not finished by
         ``deadline`` (on the running loop's clock)."""
+        done, found = self.search_inline(text)
+        return found if done else await self.search_slow(text, deadline)
+
+    def search_inline(self, text: str) -> tuple[bool, Any | None]:
+        """``(True, match or None)`` when the pattern finishes within :data:`INLINE_SLICE_S` on
+        the event loop (the common case: no await, nothing to prepare for a deadline), else
+        ``(False, None)``: then :meth:`search_slow`."""
         try:
-            return self.compiled.search(text, timeout=INLINE_SLICE_S)
+            return True, self.compiled.search(text, timeout=INLINE_SLICE_S)
         except TimeoutError:
-            pass
+            return False, None
+
+    async def search_slow(self, text: str, deadline: float) -> Any | None:
+        """The match in a worker thread, bounded by ``deadline``; :class:`MatchTimeout` past it."""
         loop = asyncio.get_running_loop()
         budget = deadline - loop.time()
         try:

@@ -286,6 +286,12 @@ def describe(p: ProtocolSettings, found: tuple[ProtocolSettings, str] | None = N
     return f"http ({why})" if declared.protocol is Protocol.HTTP else f"{declared.protocol.value}, {why}{tls}"
 
 
+def probed_url(url: str, p: ProtocolSettings, found: tuple[ProtocolSettings, str] | None) -> str:
+    """The URL a probe goes to: the target's ``url`` in the scheme of the protocol the probe
+    speaks (:func:`discovered`), which is what the status and ``route_monitor_target_info`` show."""
+    return url_for(url, discovered(p, found[0] if found else None))
+
+
 def url_for(url: str, p: ProtocolSettings) -> str:
     """``url`` with the scheme of the protocol a probe speaks (a Service's URL is written in the
     protocol its port declares; a spec that names another one wins): ``grpc://`` or ``grpcs://``,

@@ -27,7 +27,7 @@ from route_monitor.probe.result import FailureReason
 from route_monitor.targets.safety import forbidden_host, forbidden_ip
 
 
-@dataclass
+@dataclass(slots=True)
 class Progress:
     """Where one probe is (mutable, owned by that probe)."""
 
@@ -58,17 +58,36 @@ class Progress:
 
 
 class Stream:
-    """One plain TCP connection, read and written on the socket itself (``loop.sock_recv``): no
-    transport, protocol or stream objects for a connection that carries one request."""
+    """One plain TCP connection, read and written on the socket itself: no transport, protocol or
+    stream objects for a connection that carries one request. A read tries the socket, then
+    waits for it to be readable (what ``loop.sock_recv`` does, without its per-read done callback
+    and file-object lookups)."""
 
-    __slots__ = ("_loop", "_sock")
+    __slots__ = ("_fd", "_loop", "_sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._fd = sock.fileno()
         self._loop = asyncio.get_running_loop()
 
     async def read(self, max_bytes: int) -> bytes:
-        return await self._loop.sock_recv(self._sock, max_bytes)
+        recv = self._sock.recv
+        try:
+            return recv(max_bytes)
+        except (BlockingIOError, InterruptedError):
+            pass
+        loop, fd = self._loop, self._fd
+        while True:
+            readable = loop.create_future()
+            loop.add_reader(fd, _set_done, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            try:
+                return recv(max_bytes)
+            except (BlockingIOError, InterruptedError):
+                continue
 
     async def write(self, buffer: bytes) -> None:
         try:
@@ -163,7 +182,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
     connected socket through :mod:`~route_monitor.probe.net.tlsstream`, not asyncio's SSL transport."""
     progress.phase = Phase.DNS
     progress.lap_started = time.perf_counter()
-    addresses = await resolve(host)
+    addresses = [host] if _is_ip(host) and not forbidden_host(host) else await resolve(host)
     progress.lap(DNS)
     progress.phase = Phase.CONNECT
     last: OSError | None = None
