@@ -15,9 +15,9 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Service
 
 from alert_rules import names
-from route_monitor.kube.writer import RouteMonitor
 from tests.support.cluster import Cluster
 from tests.support.operator import Operator, annotations, new_namespace, running_operator, wait_monitor
+from tests.support.resources import RouteMonitor
 
 pytestmark = pytest.mark.cluster
 
