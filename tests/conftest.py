@@ -25,6 +25,7 @@ from tests.support.schedule import (  # noqa: E402, F401 - parallel runs: longes
     pytest_sessionfinish,
     pytest_xdist_make_scheduler,
 )
+from tests.support.scopes import pytest_itemcollected  # noqa: E402, F401 - a marker per folder (unit, cluster, e2e, chaos, fuzz)
 
 
 def pytest_report_header() -> str:

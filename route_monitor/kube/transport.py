@@ -12,7 +12,7 @@ namespaces and objects referenced. Everything else (status patches, rule writes,
 gets and lists) shares a pool of :data:`SHORT_REQUESTS` connections. With watches in that pool
 too, the Lease watch and 15 referenced Secrets held all 16: status patches, rule writes and Lease
 renewals waited for a connection and timed out (with 24 Secrets, a Lease not renewed for 69 s and
-monitors moving between replicas; ``tests/test_operator_connections.py``).
+monitors moving between replicas; ``tests/cluster/test_operator_connections.py``).
 
 TLS: the kubeconfig's or the service account's CA and client certificate
 (:func:`~route_monitor.kube.kubeconfig.tls_context`). Proxy variables (``HTTPS_PROXY``,

@@ -3,7 +3,7 @@
 The world holds every Route, Service, Ingress and HTTPRoute in scope: a monitor may name any of
 them as its target at any time, and the watch delivers them all anyway. Most carry no objective
 and are never read. As dicts (trimmed and interned, ``world.trimmed``) a typical Service costs
-~2.0 KiB of heap; as the JSON of the same trimmed object, ~0.8 KiB (``tests/test_world_packed.py``
+~2.0 KiB of heap; as the JSON of the same trimmed object, ~0.8 KiB (``tests/unit/alert_rules/test_world_packed.py``
 measures it). Such an object is decoded when something reads it: a RouteMonitor's target
 resolution (a few reconciles of that monitor), or a change event compared with what was held.
 

@@ -31,7 +31,8 @@ EXCLUDED = {Exclusion.MAINTENANCE: ("InMaintenance", "in a maintenance window: r
 """Contract 9: ``Probing`` stays True (probes go on) with these reasons while results are excluded
 (Contract 11 adds ``ProberBlind``)."""
 PROBE_MESSAGE_MAX = 512
-"""Characters of ``lastProbe.message`` at most: the CRD's ``maxLength`` (``tests/test_crd.py`` keeps them equal)."""
+"""Characters of ``lastProbe.message`` at most: the CRD's ``maxLength``
+(``tests/cluster/test_crd.py`` keeps them equal)."""
 
 
 @dataclass(frozen=True)

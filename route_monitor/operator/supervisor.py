@@ -10,7 +10,7 @@ While the API fails (unreachable, 5xx, 429), monitors waiting on it back off up 
 but one of them is retried every :data:`API_SCOUT_SECONDS` (a scout); the first reconcile that
 makes API requests and succeeds means the API answers again, and every monitor waiting on it
 is reconciled at once. (Before, a 40 s run of 429/500 answers left changes made meanwhile
-unapplied for up to 60 s after the API recovered: ``tests/test_chaos_apiserver.py``.)
+unapplied for up to 60 s after the API recovered: ``tests/chaos/test_chaos_apiserver.py``.)
 """
 
 from __future__ import annotations

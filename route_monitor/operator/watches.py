@@ -16,7 +16,7 @@ once), and watched from the moment its CRD is installed.
 
 Before, kopf watched all but RouteMonitors: a watch that kopf does not retry (a 404 after an
 apiserver restart) ended kopf's whole operator, whose shutdown could then hang on its other
-watches; the operator stayed up, blind (``tests/test_chaos_apiserver.py``). Its per-event
+watches; the operator stayed up, blind (``tests/chaos/test_chaos_apiserver.py``). Its per-event
 machinery (handler invocation, state, logger and body wrappers, a worker task per object) went
 with it: annotation -> PrometheusRule p99 15-20 % shorter in a burst of 1,000 Routes, CPU per new
 monitor unchanged within the noise (``benchmarks/RESULTS-operator.md``).

@@ -8,7 +8,7 @@ Started once per test session on free loopback ports (``/work/shared/TESTING.md`
   stand-ins (``tests/crds/``): the Route (upstream's ``spec.host`` admits no port, and the tests'
   Routes point at loopback servers on free ports) and the PrometheusRule (stricter than upstream's
   schema: it also runs the two checks of prometheus-operator's admission webhook);
-  ``tests/test_upstream_crds.py`` keeps both in agreement with the upstream CRDs;
+  ``tests/unit/project/test_upstream_crds.py`` keeps both in agreement with the upstream CRDs;
 - an admin kubeconfig (``system:masters``) for the tests themselves, and an operator kubeconfig
   for a token user bound *only* to the ClusterRole from ``deploy/``, so RBAC is tested for real;
 - ``restart_apiserver()`` for watch-recovery tests, ``kill_etcd()``/``start_etcd()`` for etcd
