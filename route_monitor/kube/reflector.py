@@ -11,11 +11,13 @@ known but is no longer listed is reported :attr:`Change.VANISHED` (its DELETED e
 One named object is read with a GET instead of a list, so that a Role granting ``get`` and
 ``watch`` on that name is enough (a list would need ``list``); a 404 there is an empty listing.
 
-Any failure is tried again after the :class:`Backoff`'s delays (reset by the next answer), forever:
-a reflector never gives up and never ends the operator. A warning line comes at the first try of a
-streak and every 30th after it, and one line when it works again. An API never served during this
-run (404 from the start: no CRD yet) is asked for again every ``not_served`` seconds, quietly.
-Lines go to the caller's logger, so they keep the logger name they always had.
+A watch that was cut is watched again from the last version seen; one that the API server refused
+(a status: RBAC, 5xx, 429) lists again. Any failure is tried again after the :class:`Backoff`'s
+delays (reset by the next answer), forever: a reflector never gives up and never ends the
+operator. A warning line comes at the first try of a streak and every 30th after it, and one line
+when it works again. An API never served during this run (404 from the start: no CRD yet) is
+asked for again every ``not_served`` seconds, quietly. Lines go to the caller's logger, so they
+keep the logger name they always had.
 """
 
 from __future__ import annotations
@@ -48,13 +50,14 @@ def _nothing() -> None:
 
 class Reflector:
     def __init__(self, rest: Rest, watched: Watched, on_change: OnChange, *, on_synced: Callable[[], None] = _nothing,
-                 on_failure: Callable[[Exception, float], None] | None = None,
+                 on_failure: Callable[[Exception, float, bool], None] | None = None,
                  known: Callable[[], Iterable[Key]] | None = None, count: Callable[[str], None] | None = None,
                  backoff: Backoff = STANDARD, log: logging.Logger = _LOG) -> None:
         """``on_change`` gets every object listed or changed; ``on_synced`` is called once a (re)list
         has been reported whole. ``known``: the keys the caller holds (by default, those this
-        reflector reported), of which those not in a relist vanished. ``on_failure`` logs a failed
-        try instead of the reflector's line; ``count`` gets each request's verb."""
+        reflector reported), of which those not in a relist vanished. ``on_failure(error, delay,
+        listing)`` logs a failed try (of a list, or of a watch) instead of the reflector's line;
+        ``count`` gets each request's verb."""
         self.watched, self._rest = watched, rest
         self._on_change, self._on_synced, self._on_failure = on_change, on_synced, on_failure
         self._known, self._count, self._backoff, self._log = known, count, backoff, log
@@ -85,10 +88,11 @@ class Reflector:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            started = loop.time()
+            started, listing = loop.time(), self._version is None
             try:
-                if self._version is None:
+                if listing:
                     await self.list()
+                    listing = False
                 await self._watch()
             except asyncio.CancelledError:
                 raise
@@ -97,7 +101,9 @@ class Reflector:
                     self._log.info("%s: resourceVersion too old, listing again", self.watched.subject)
                     self._version = None
                     continue
-                await asyncio.sleep(self._failed(e))
+                if status_code(e) is not None:  # refused (RBAC, 5xx, 429): list again, as client-go does
+                    self._version = None
+                await asyncio.sleep(self._failed(e, listing))
                 continue
             if loop.time() - started < 1.0:
                 await asyncio.sleep(1.0)  # a watch the API server ends at once: not in a tight loop
@@ -174,7 +180,7 @@ class Reflector:
         if self._count is not None:
             self._count(verb)
 
-    def _failed(self, e: Exception) -> float:
+    def _failed(self, e: Exception, listing: bool) -> float:
         """Log the failure as it deserves; the seconds to wait before the next try."""
         w, failures = self.watched, self._failures
         self._failures += 1
@@ -185,7 +191,7 @@ class Reflector:
             return self._backoff.not_served
         delay = self._backoff.delay(failures)
         if self._on_failure is not None:
-            self._on_failure(e, delay)
+            self._on_failure(e, delay, listing)
         else:
             self._log.log(logging.WARNING if failures % 30 == 0 else logging.DEBUG,  # then every ~5 minutes
                           "%s failed (%s: %s); trying again in %.0f s (try %d)", w.subject, type(e).__name__,
