@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from lightkube import KubeConfig
+from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
@@ -36,8 +36,13 @@ def configmap(ns: str, name: str, labels: dict[str, str] | None = None) -> Confi
     return ConfigMap(metadata=ObjectMeta(name=name, namespace=ns, labels=labels or {}), data={"k": "v"})
 
 
-def namespace(cluster: Cluster, name: str) -> None:
-    admin_client(cluster).create(Namespace(metadata=ObjectMeta(name=name)))
+def namespace(cluster: Cluster, name: str, *holding: str) -> Client:
+    """A new namespace holding these ConfigMaps; the admin client that made them."""
+    admin = admin_client(cluster)
+    admin.create(Namespace(metadata=ObjectMeta(name=name)))
+    for made in holding:
+        admin.create(configmap(name, made))
+    return admin
 
 
 class Recorder:
@@ -56,6 +61,21 @@ class Recorder:
 
     def reflector(self, api: rest.Rest, watched: Watched) -> Reflector:
         return Reflector(api, watched, self.change, on_synced=self.sync, count=self.requests.append, backoff=FAST)
+
+    async def listed(self, api: rest.Rest, watched: Watched) -> Reflector:
+        """A reflector that has made its first list."""
+        reflector = self.reflector(api, watched)
+        await reflector.list()
+        return reflector
+
+
+@pytest.fixture
+def proxy(cluster: Cluster) -> Iterator[FaultProxy]:
+    """A proxy in front of the apiserver whose faults a test sets."""
+    server = urlsplit(cluster.server)
+    fault_proxy = FaultProxy(server.hostname or "127.0.0.1", server.port or 443)
+    yield fault_proxy
+    fault_proxy.close()
 
 
 @asynccontextmanager
@@ -125,19 +145,15 @@ def test_selectors_narrow_the_list_and_the_watch_in_a_namespace_and_cluster_wide
     assert labelled.requests == ["list", "watch"] and labelled.synced == 1
 
 
-def test_a_cut_watch_goes_on_from_its_version_without_listing_again(cluster: Cluster, tmp_path: Path) -> None:
+def test_a_cut_watch_goes_on_from_its_version_without_listing_again(cluster: Cluster, proxy: FaultProxy,
+                                                                    tmp_path: Path) -> None:
     ns = "reflect-cut"
-    namespace(cluster, ns)
-    admin = admin_client(cluster)
-    admin.create(configmap(ns, "first"))
-    server = urlsplit(cluster.server)
-    proxy = FaultProxy(server.hostname or "127.0.0.1", server.port or 443)
+    admin = namespace(cluster, ns, "first")
     recorder = Recorder()
 
     async def go() -> None:
         async with direct(proxy.kubeconfig(tmp_path / "kubeconfig", ADMIN_TOKEN, "admin")) as api:
-            reflector = recorder.reflector(api, configmaps(ns))
-            await reflector.list()
+            reflector = await recorder.listed(api, configmaps(ns))
             async with running(reflector):
                 await until("the watch", lambda: recorder.requests == ["list", "watch"])
                 proxy.cut()  # every connection reset, new ones refused until healed
@@ -147,29 +163,20 @@ def test_a_cut_watch_goes_on_from_its_version_without_listing_again(cluster: Clu
                 await until("the change made while cut", lambda: (Change.ADDED, f"{ns}/made-while-cut")
                             in recorder.seen)
 
-    try:
-        asyncio.run(go())
-    finally:
-        proxy.close()
+    asyncio.run(go())
     assert recorder.seen == [(Change.LISTED, f"{ns}/first"), (Change.ADDED, f"{ns}/made-while-cut")]
     assert recorder.requests.count("list") == 1, recorder.requests
 
 
 def test_a_version_compacted_away_lists_again_and_reports_what_vanished(
-        cluster: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        cluster: Cluster, proxy: FaultProxy, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     ns = "reflect-gone"
-    namespace(cluster, ns)
-    admin = admin_client(cluster)
-    for name in ("kept", "deleted-meanwhile"):
-        admin.create(configmap(ns, name))
-    server = urlsplit(cluster.server)
-    proxy = FaultProxy(server.hostname or "127.0.0.1", server.port or 443)
+    admin = namespace(cluster, ns, "kept", "deleted-meanwhile")
     recorder = Recorder()
 
     async def go() -> None:
         async with direct(proxy.kubeconfig(tmp_path / "kubeconfig", ADMIN_TOKEN, "admin")) as api:
-            reflector = recorder.reflector(api, configmaps(ns))
-            await reflector.list()
+            reflector = await recorder.listed(api, configmaps(ns))
             async with running(reflector):
                 await until("the watch", lambda: "watch" in recorder.requests)
                 proxy.cut()  # the watch stops at its version and cannot start again
@@ -184,11 +191,8 @@ def test_a_version_compacted_away_lists_again_and_reports_what_vanished(
                 proxy.heal()
                 await until("the relist", lambda: recorder.synced == 2, timeout=60)
 
-    try:
-        with caplog.at_level(logging.INFO, logger="route_monitor.kube.reflector"):
-            asyncio.run(go())
-    finally:
-        proxy.close()
+    with caplog.at_level(logging.INFO, logger="route_monitor.kube.reflector"):
+        asyncio.run(go())
     assert f"ConfigMap watch in namespace {ns}: resourceVersion too old, listing again" in caplog.text
     assert recorder.requests.count("list") == 2, recorder.requests
     relisted = recorder.seen[2:]
@@ -199,9 +203,7 @@ def test_a_version_compacted_away_lists_again_and_reports_what_vanished(
 
 def test_one_named_object_is_read_with_a_get_and_watched_from_before_it_exists(cluster: Cluster) -> None:
     ns = "reflect-named"
-    namespace(cluster, ns)
-    admin = admin_client(cluster)
-    admin.create(configmap(ns, "neighbour"))
+    admin = namespace(cluster, ns, "neighbour")
     recorder = Recorder()
 
     async def go() -> None:
@@ -220,29 +222,23 @@ def test_one_named_object_is_read_with_a_get_and_watched_from_before_it_exists(c
     assert recorder.requests[:2] == ["get", "watch"]
 
 
-def test_a_refused_watch_lists_again_with_one_warning_per_streak(cluster: Cluster, tmp_path: Path,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_watch_lists_again_with_one_warning_per_streak(cluster: Cluster, proxy: FaultProxy, tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
     ns = "reflect-refused"
     namespace(cluster, ns)
-    server = urlsplit(cluster.server)
-    proxy = FaultProxy(server.hostname or "127.0.0.1", server.port or 443)
     recorder = Recorder()
 
     async def go() -> None:
         async with direct(proxy.kubeconfig(tmp_path / "kubeconfig", ADMIN_TOKEN, "admin")) as api:
-            reflector = recorder.reflector(api, configmaps(ns))
-            await reflector.list()
+            reflector = await recorder.listed(api, configmaps(ns))
             proxy.refuse(500)
             async with running(reflector):
                 await until("three refused tries", lambda: len(recorder.requests) >= 5)  # the fifth: after three failed
                 proxy.heal()
                 await until("listed again", lambda: recorder.synced == 2)
 
-    try:
-        with caplog.at_level(logging.DEBUG, logger="route_monitor.kube.reflector"):
-            asyncio.run(go())
-    finally:
-        proxy.close()
+    with caplog.at_level(logging.DEBUG, logger="route_monitor.kube.reflector"):
+        asyncio.run(go())
     assert recorder.requests[:3] == ["list", "watch", "list"], recorder.requests
     tries = [r for r in caplog.records if f"ConfigMap watch in namespace {ns} failed" in r.getMessage()]
     assert len(tries) >= 3 and [r.levelname for r in tries][:2] == ["WARNING", "DEBUG"], caplog.text
