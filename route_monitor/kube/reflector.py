@@ -1,8 +1,7 @@
 """One list+watch loop for everything the operator watches: the kinds it monitors
 (:mod:`~route_monitor.operator.watches`), the Secrets and ConfigMaps monitors reference
 (:mod:`~route_monitor.operator.refwatch`) and the replicas' Leases
-(:mod:`~route_monitor.operator.replicas.membership`). Before, each ran a loop of its own with its
-own retry policy, and a fix to one (a 410 handled, a tight loop avoided) did not reach the others.
+(:mod:`~route_monitor.operator.replicas.membership`), instead of a loop and a retry policy each.
 
 The semantics of a Kubernetes reflector (client-go's): list (in pages), then watch from the list's
 ``resourceVersion`` with bookmarks; when the API server ends a watch, watch again from the last
@@ -16,8 +15,7 @@ A watch that was cut is watched again from the last version seen; one that the A
 delays (reset by the next answer), forever: a reflector never gives up and never ends the
 operator. A warning line comes at the first try of a streak and every 30th after it, and one line
 when it works again. An API never served during this run (404 from the start: no CRD yet) is
-asked for again every ``not_served`` seconds, quietly. Lines go to the caller's logger, so they
-keep the logger name they always had.
+asked for again every ``not_served`` seconds, quietly. Lines go to the caller's logger.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ class Gone(Exception):
     """The version to watch from is too old (410): list again."""
 
 
-def _nothing() -> None:
-    pass
+def _nothing() -> None: ...
 
 
 class Reflector:
