@@ -35,6 +35,8 @@ SERVER_TIMEOUT = 300
 """Seconds the API server keeps one watch open (it then ends it; the next starts where it ended)."""
 OnChange = Callable[[Change, dict[str, Any]], None]
 STANDARD = Backoff()
+_EVENTS = {"ADDED": Change.ADDED, "MODIFIED": Change.MODIFIED, "DELETED": Change.DELETED}
+"""The watch events that change an object (a BOOKMARK only moves the version)."""
 _LOG = logging.getLogger(__name__)
 
 
@@ -65,6 +67,8 @@ class Reflector:
         self._failures = 0
         """Failed tries in a row (reset by the next answer: a list page or an event)."""
         self._served = self._not_served = False
+        self._steady = False
+        """Answered, with no failure since: nothing for :meth:`_answered` to say or reset."""
 
     async def prime(self) -> bool:
         """The first list, tried again until the API answers (:func:`patience.until_answered`); the
@@ -161,17 +165,19 @@ class Reflector:
                  "timeoutSeconds": str(SERVER_TIMEOUT), **self.watched.query()}
         self._counted("watch")
         async for event in self._rest.watch(self.watched.collection(), query, read_timeout=SERVER_TIMEOUT + 30):
-            self._answered()
-            kind, obj = event.get("type"), event.get("object") or {}
+            if not self._steady:
+                self._answered()
+            kind, obj = str(event.get("type")), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:
                     raise Gone()
                 raise RuntimeError(f"the API server ended the watch: {obj.get('message') or obj}")
             self._version = str((obj.get("metadata") or {}).get("resourceVersion") or self._version)
-            if kind in ("ADDED", "MODIFIED", "DELETED"):
+            change = _EVENTS.get(kind)
+            if change is not None:
                 if self._known is None:
-                    (self._keys.discard if kind == "DELETED" else self._keys.add)(key_of(obj))
-                self._on_change(Change(kind), obj)
+                    (self._keys.discard if change is Change.DELETED else self._keys.add)(key_of(obj))
+                self._on_change(change, obj)
 
     def _counted(self, verb: str) -> None:
         if self._count is not None:
@@ -181,6 +187,7 @@ class Reflector:
         """Log the failure as it deserves; the seconds to wait before the next try."""
         w, failures = self.watched, self._failures
         self._failures += 1
+        self._steady = False
         if status_code(e) == 404 and not self._served:
             self._not_served = True
             self._log.debug("%s (%s) not served%s; asking again in %.0f s", w.kind, w.api_version, where(w.namespace),
@@ -197,7 +204,7 @@ class Reflector:
 
     def _answered(self) -> None:
         failures, self._failures = self._failures, 0
-        self._served = True
+        self._served = self._steady = True
         if self._not_served:
             self._not_served = False
             w = self.watched
