@@ -16,10 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from lightkube import Client, KubeConfig
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
+from route_monitor.kube import kubeconfig as kc
 from route_monitor.kube import rest, transport
 from route_monitor.kube.reflector import Reflector
 from route_monitor.kube.watched import Backoff, Change, Selector, Watched
@@ -80,9 +81,8 @@ def proxy(cluster: Cluster) -> Iterator[FaultProxy]:
 
 @asynccontextmanager
 async def direct(config_path: Path) -> AsyncIterator[rest.Rest]:
-    config = KubeConfig.from_file(str(config_path))
+    config = kc.from_file(str(config_path))
     pool = transport.for_config(config)
-    assert pool is not None
     api = rest.for_config(config, pool.session, pool.watch_session)
     assert api is not None
     try:
