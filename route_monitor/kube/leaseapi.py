@@ -4,16 +4,14 @@ pinned to a uid) as its other requests are, through the two functions it hands o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from route_monitor.kube.apierrors import ApiError
+from route_monitor.kube.reflector import OnChange, Reflector
 from route_monitor.kube.resources import LEASE, Resource
 from route_monitor.kube.rest import Rest
-
-
-def _selector(labels: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in labels.items())
+from route_monitor.kube.watched import Backoff, Selector, Watched
 
 
 class LeaseRequests:
@@ -42,26 +40,10 @@ class LeaseRequests:
     async def delete_lease(self, namespace: str, name: str, uid: str) -> None:
         await self._delete(LEASE, "leases", namespace, name, uid)
 
-    async def list_leases(self, namespace: str, labels: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
-        """The Leases matching ``labels`` and the resourceVersion to watch from."""
-        self._count("list", "leases")
-        return await self._rest.list(LEASE.collection(namespace), {"labelSelector": _selector(labels)})
-
-    async def watch_leases(self, namespace: str, labels: Mapping[str, str],
-                           resource_version: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Changes to the Leases matching ``labels`` after ``resource_version``, watched again from
-        the last one seen when the API server ends a watch; raises when the watch breaks (the
-        caller lists again)."""
-        self._count("watch", "leases")
-        version = resource_version
-        while True:
-            query = {"labelSelector": _selector(labels), **({"resourceVersion": version} if version else {})}
-            async for event in self._rest.watch(LEASE.collection(namespace), query, read_timeout=None):
-                kind, obj = str(event.get("type")), event.get("object") or {}
-                if kind == "ERROR":  # a Status: 410 when the version is too old
-                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or ""),
-                                   str(obj.get("message") or ""))
-                if kind == "BOOKMARK":
-                    continue
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                yield kind, obj
+    def reflector(self, namespace: str, labels: Mapping[str, str], on_change: OnChange, *,
+                  on_synced: Callable[[], None], backoff: Backoff, log: logging.Logger) -> Reflector:
+        """The Leases matching ``labels``, listed and watched (each request counted)."""
+        watched = Watched(api_version=LEASE.api_version, kind=LEASE.kind, plural=LEASE.plural, namespace=namespace,
+                          selector=Selector(labels=dict(labels)))
+        return Reflector(self._rest, watched, on_change, on_synced=on_synced, backoff=backoff, log=log,
+                         count=lambda verb: self._count(verb, "leases"))

@@ -4,27 +4,33 @@ There is no cluster-wide Secret watch: each referenced object gets its own watch
 monitor's namespace, with a field selector on its name (``metadata.name=NAME``), started when
 the first monitor references it and stopped when the last one stops. The API server authorizes
 such a request like a request for that one object, so a namespace Role with ``resourceNames``
-(``get`` and ``watch`` on named Secrets) is enough.
+(``get`` and ``watch`` on named Secrets) is enough. Each is a
+:class:`~route_monitor.kube.reflector.Reflector` on that one object (read with a GET, then
+watched from its version).
 
 Each watch keeps the object's keys and decoded values in memory only (never logged, never
 stored anywhere) and its state: ``found``, ``missing`` (404), ``forbidden`` (403). A change of
 any of them calls ``on_change`` with the monitors that reference the object, so a rotation is
-picked up without a restart. A broken watch (API server restart, expired resource version,
-RBAC granted later) reads the object again after ``retry`` seconds; so does a read that got no
-answer (:func:`apierrors.unreachable`), keeping what was known.
+picked up without a restart. A broken watch (API server restart) watches again after ``retry``
+seconds, and an expired resource version reads the object again at once; a read refused (RBAC
+granted later) or that got no answer (:func:`apierrors.unreachable`) is tried again after
+``retry`` seconds, keeping what was known.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from route_monitor.kube.apierrors import ApiError, unreachable
-from route_monitor.kube.rest import Rest, path
+from route_monitor.kube.apierrors import status_code, unreachable
+from route_monitor.kube.reflector import Reflector
+from route_monitor.kube.rest import Rest
+from route_monitor.kube.watched import Backoff, Change, Watched
 from route_monitor.spec.request import RefKind
 from route_monitor.waits import wait_event
 
@@ -43,9 +49,8 @@ class Seen:
     """For ``error``: what went wrong (never a value)."""
 
 
-def decode(kind: RefKind, obj: Any) -> dict[str, bytes]:
+def decode(kind: RefKind, raw: Mapping[str, Any]) -> dict[str, bytes]:
     """The keys and values of a Secret (base64 ``data``) or a ConfigMap (``data`` and ``binaryData``)."""
-    raw = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
     out = {k: base64.b64decode(v) for k, v in (raw.get("data") or {}).items()} if kind == "secret" else {
         **{k: v.encode("utf-8") for k, v in (raw.get("data") or {}).items()},
         **{k: base64.b64decode(v) for k, v in (raw.get("binaryData") or {}).items()}}
@@ -53,12 +58,10 @@ def decode(kind: RefKind, obj: Any) -> dict[str, bytes]:
 
 
 class ReferenceWatches:
-    def __init__(self, client: Rest, on_change: Callable[[set[MonitorKey]], None], *,
-                 retry: float = 10.0, server_timeout: int = 300) -> None:
-        self._client = client
+    def __init__(self, rest: Rest, on_change: Callable[[set[MonitorKey]], None], *, retry: float = 10.0) -> None:
+        self._rest = rest
         self._on_change = on_change
-        self._retry = retry
-        self._server_timeout = server_timeout
+        self._backoff = Backoff((retry,))
         self._users: dict[ObjectKey, set[MonitorKey]] = {}
         self._wants: dict[MonitorKey, set[ObjectKey]] = {}
         self._tasks: dict[ObjectKey, asyncio.Task[None]] = {}
@@ -125,55 +128,36 @@ class ReferenceWatches:
 
     async def _watch(self, obj: ObjectKey) -> None:
         kind, namespace, name = obj
-        collection = path("", "v1", "secrets" if kind == "secret" else "configmaps", namespace)
-        while True:
-            version: str | None = None
-            try:
-                got = await self._client.get(f"{collection}/{name}", {})
-                version = (got.get("metadata") or {}).get("resourceVersion")
-                self._set(obj, Seen("found", decode(kind, got)))
-            except ApiError as e:
-                code = e.status
-                if code not in (403, 404):
-                    self._set(obj, Seen("error", detail=f"cannot read it: HTTP {code}"))
-                    await asyncio.sleep(self._retry)
-                    continue
-                self._set(obj, Seen("missing" if code == 404 else "forbidden"))
-                if code == 403:
-                    await asyncio.sleep(self._retry)  # RBAC may be granted later
-                    continue
-            except Exception as e:
-                if unreachable(e):  # the last values stay in use meanwhile
-                    log.warning("%s %s/%s: cannot read it (%s), retrying in %.0fs", *obj, type(e).__name__,
-                                self._retry)
-                else:  # not the API's: a bug of ours, logged with its traceback; the watch goes on
-                    log.error("%s %s/%s: cannot read it, retrying in %.0fs", *obj, self._retry, exc_info=True)
-                    self._set(obj, Seen("error", detail=f"cannot read it: {type(e).__name__}"))
-                await asyncio.sleep(self._retry)
-                continue
-            try:
-                async for event, changed in self._follow(collection, name, version):
-                    if event == "DELETED":
-                        self._set(obj, Seen("missing"))
-                    elif event in ("ADDED", "MODIFIED"):
-                        self._set(obj, Seen("found", decode(kind, changed)))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # a broken watch: read again, then watch again
-                log.info("watch of %s %s/%s ended (%s); reading it again in %.0fs", *obj, type(e).__name__,
-                         self._retry)
-            await asyncio.sleep(self._retry)
+        watched = Watched(api_version="v1", kind="Secret" if kind == "secret" else "ConfigMap",
+                          plural="secrets" if kind == "secret" else "configmaps", namespace=namespace, name=name)
+        await Reflector(self._rest, watched, functools.partial(self._changed, obj),
+                        on_synced=functools.partial(self._synced, obj), on_failure=functools.partial(self._failed, obj),
+                        backoff=self._backoff, log=log).run()
 
-    async def _follow(self, collection: str, name: str, version: str | None) -> AsyncIterator[tuple[str, Any]]:
-        """The watch of ``name`` from ``version``, watched again from the last version seen when the
-        API server ends it (``timeoutSeconds``); an ERROR event raises."""
-        while True:
-            query = {"fieldSelector": f"metadata.name={name}", "timeoutSeconds": str(self._server_timeout),
-                     **({"resourceVersion": version} if version else {})}
-            async for event in self._client.watch(collection, query, read_timeout=None):
-                kind, changed = str(event.get("type")), event.get("object") or {}
-                if kind == "ERROR":
-                    raise ApiError(int(changed.get("code") or 500), str(changed.get("reason") or ""),
-                                   str(changed.get("message") or ""))
-                version = (changed.get("metadata") or {}).get("resourceVersion") or version
-                yield kind, changed
+    def _changed(self, obj: ObjectKey, change: Change, got: dict[str, Any]) -> None:
+        if change in (Change.DELETED, Change.VANISHED):
+            self._set(obj, Seen("missing"))
+        else:
+            self._set(obj, Seen("found", decode(obj[0], got)))
+
+    def _synced(self, obj: ObjectKey) -> None:
+        """Read: not found is missing (a vanished one was said already)."""
+        seen = self._seen.get(obj)
+        if seen is None or seen.state != "found":
+            self._set(obj, Seen("missing"))
+
+    def _failed(self, obj: ObjectKey, e: Exception, delay: float, reading: bool) -> None:
+        """A failed read sets the state (refused, or an error); a read or a watch that got no
+        answer keeps what was known meanwhile."""
+        code = status_code(e)
+        if unreachable(e):
+            log.warning("%s %s/%s: cannot read it (%s), retrying in %.0fs", *obj, type(e).__name__, delay)
+        elif not reading:  # a broken watch: watched again from where it was
+            log.info("watch of %s %s/%s ended (%s); watching it again in %.0fs", *obj, type(e).__name__, delay)
+        elif code == 403:  # RBAC may be granted later
+            self._set(obj, Seen("forbidden"))
+        elif code is not None:
+            self._set(obj, Seen("error", detail=f"cannot read it: HTTP {code}"))
+        else:  # not the API's: a bug of ours, logged with its traceback; the watch goes on
+            log.error("%s %s/%s: cannot read it, retrying in %.0fs", *obj, delay, exc_info=e)
+            self._set(obj, Seen("error", detail=f"cannot read it: {type(e).__name__}"))

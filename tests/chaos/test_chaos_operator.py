@@ -95,19 +95,6 @@ def test_sigkill_mid_burst_then_restart_converges_without_duplicates(cluster: Cl
         assert second.stop() == 0, second.log()
 
 
-def etcd_url(cluster: Cluster) -> str:
-    return next(a.split("=", 1)[1] for a in cluster.apiserver_args if a.startswith("--etcd-servers="))
-
-
-def compact_etcd(cluster: Cluster) -> int:
-    """Compact etcd's whole history up to now (its v3 JSON gateway): every older resourceVersion is gone."""
-    url = etcd_url(cluster)
-    rev = int(httpx.post(f"{url}/v3/kv/range", json={"key": "L3JlZ2lzdHJ5"}, timeout=10).json()["header"]["revision"])
-    r = httpx.post(f"{url}/v3/kv/compaction", json={"revision": str(rev), "physical": True}, timeout=30)
-    assert r.status_code == 200, r.text
-    return rev
-
-
 def test_watch_expiry_410_gone_after_etcd_compaction_is_recovered(cluster: Cluster, kube: Client,
                                                                   tmp_path: Path, target: Target) -> None:
     ns, other = "chaos-gone", "chaos-gone-noise"
@@ -129,7 +116,7 @@ def test_watch_expiry_410_gone_after_etcd_compaction_is_recovered(cluster: Clust
             cluster.start_apiserver()
             for i in range(30):  # history the operator never saw (another namespace), then compacted away
                 create(f"noise{i}", other)
-            compact_etcd(cluster)
+            cluster.compact_etcd()
             cluster.restart_apiserver()  # a fresh watch cache: the operator's resourceVersion is too old (410)
             create("after")
             kube.delete(RouteMonitor, "before", namespace=ns)

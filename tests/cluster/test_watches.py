@@ -136,7 +136,7 @@ def test_a_monitor_known_only_after_the_list_was_asked_for_is_not_taken_for_dele
         watch = KindWatch(direct, api_of("routemonitor"), (ns,), observe=lambda kind, event, obj: seen.append(
             (event, obj["metadata"]["name"], None)), known=knowing)
         try:
-            await watch._relist(ns)
+            await watch.reflectors[0].list()
         finally:
             await pool.aclose()
         return seen

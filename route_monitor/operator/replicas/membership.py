@@ -4,7 +4,9 @@ Each replica holds its own ``coordination.k8s.io/v1`` Lease ``route-monitor-<mem
 ``routemonitor.io/member: "true"``, in the operator's namespace, renewed every ``renew`` seconds
 with a ``duration`` of three renewals. It watches the others' Leases (list, then watch from the
 list's resourceVersion; relist whenever the watch breaks) and recomputes the live set on every
-change and at every expiry deadline (:class:`LeaseTable`). When the set changes,
+change and at every expiry deadline (:class:`LeaseTable`); the watch is a
+:class:`~route_monitor.kube.reflector.Reflector`, whose failures are tried again after 0.5, 1, 1.5 s
+and so on up to one renewal period. When the set changes,
 ``on_change(before, after)`` gets the old and new :class:`Shard`.
 
 Leaving cleanly (SIGTERM) deletes the Lease first, so the others take this replica's monitors at
@@ -27,14 +29,17 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from alert_rules import names
 from route_monitor.kube.apierrors import status_code
 from route_monitor.kube.leaseapi import LeaseRequests
 from route_monitor.kube.metrics import OperatorMetrics
+from route_monitor.kube.watched import Backoff, Change
 from route_monitor.operator.replicas.leases import LeaseTable
 from route_monitor.operator.replicas.sharding import Shard
 from route_monitor.waits import wait_event
@@ -87,6 +92,11 @@ class Membership:
         self._mark_now = asyncio.Event()
         self._leaving = False
         """Set by :meth:`leave`: no renewal from then on (one answered 404 would join again)."""
+        self._listed: list[dict[str, Any]] = []
+        """The Leases of the list under way."""
+        renewals = Backoff(tuple(min(0.5 * n, settings.renew) for n in range(1, math.ceil(settings.renew / 0.5) + 1)))
+        self._reflector = leases.reflector(settings.namespace, SELECTOR, self._changed, on_synced=self._synced,
+                                           backoff=renewals, log=log)
 
     def _spec(self) -> dict[str, object]:
         return {"holderIdentity": self.settings.member, "leaseDurationSeconds": int(self.settings.duration),
@@ -125,15 +135,13 @@ class Membership:
             # (as abandoned, by another replica): 404, and the caller tries the whole join again
             created = await self._leases.patch_lease(s.namespace, s.lease_name, spec, self._annotations())
         self._uid = str(created["metadata"].get("uid") or "")
-        items, _ = await self._leases.list_leases(s.namespace, SELECTOR)
-        self._table.replace_all(items)
-        self._recompute()
+        await self._reflector.list()  # the watch goes on from this list
         log.info("member %s joined: lease %s/%s, live members %s", s.member, s.namespace, s.lease_name,
                  ", ".join(sorted(self.shard.members)))
 
     async def run(self) -> None:
         tasks = [asyncio.create_task(coro, name=name) for name, coro in (
-            ("lease renewal", self._renew()), ("lease watch", self._watch()), ("lease expiry", self._expire()))]
+            ("lease renewal", self._renew()), ("lease watch", self._reflector.run()), ("lease expiry", self._expire()))]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -191,28 +199,24 @@ class Membership:
                 self._metrics.lease_renew_failures.inc()
                 log.warning("member %s could not renew its lease: %s", s.member, e)
 
-    async def _watch(self) -> None:
-        s = self.settings
-        failures = 0
-        while True:
-            try:
-                items, version = await self._leases.list_leases(s.namespace, SELECTOR)
-                self._table.replace_all(items)
-                self._recompute()
-                failures = 0
-                async for event, lease in self._leases.watch_leases(s.namespace, SELECTOR, version):
-                    if event == "DELETED":
-                        self._table.remove(str(lease["metadata"]["name"]))
-                    else:
-                        self._table.observe(lease)
-                    self._recompute()
-                    self._wake.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                failures += 1
-                log.warning("lease watch broke (%s); listing again", e)
-                await asyncio.sleep(min(0.5 * failures, s.renew))
+    def _changed(self, change: Change, lease: dict[str, Any]) -> None:
+        if change is Change.LISTED:
+            self._listed.append(lease)
+            return
+        if change is Change.VANISHED:
+            return  # the list's replace_all forgets it
+        if change is Change.DELETED:
+            self._table.remove(str(lease["metadata"]["name"]))
+        else:
+            self._table.observe(lease)
+        self._recompute()
+        self._wake.set()
+
+    def _synced(self) -> None:
+        """After a (re)list: the table holds what it listed."""
+        listed, self._listed = self._listed, []
+        self._table.replace_all(listed)
+        self._recompute()
 
     async def _expire(self) -> None:
         while True:

@@ -26,6 +26,8 @@ from prometheus_client import CollectorRegistry
 from route_monitor.kube.apierrors import ApiError
 from route_monitor.kube.metrics import OperatorMetrics
 from route_monitor.kube.patience import until_answered
+from route_monitor.kube.reflector import Reflector
+from route_monitor.kube.watched import Watched
 from route_monitor.operator.replicas.membership import Membership, MembershipSettings
 from tests.support.apierror import api_error
 
@@ -63,14 +65,19 @@ class Leases:
                     "spec": {**spec, "holderIdentity": "a"}}
         return self.own
 
-    async def watch_leases(self, namespace: str, labels: Any, version: str) -> AsyncIterator[tuple[str, Any]]:
-        await asyncio.Event().wait()  # no change from the others
-        yield "MODIFIED", {}
+    def reflector(self, namespace: str, labels: Any, on_change: Any, **handlers: Any) -> Reflector:
+        """The real reflector, on this stand-in's list (the other member's Lease and this one's)."""
+        watched = Watched(api_version="coordination.k8s.io/v1", kind="Lease", plural="leases", namespace=namespace)
+        return Reflector(self, watched, on_change, **handlers)  # type: ignore[arg-type]
 
-    async def list_leases(self, namespace: str, labels: Any) -> tuple[list[dict[str, Any]], str]:
+    async def get(self, where: str, query: Any) -> dict[str, Any]:
         other = {"metadata": {"name": "route-monitor-b", "uid": "u2"},
                  "spec": {"holderIdentity": "b", "renewTime": "t", "leaseDurationSeconds": 15}}
-        return [other, *([self.own] if self.own else [])], "1"
+        return {"items": [other, *([self.own] if self.own else [])], "metadata": {"resourceVersion": "1"}}
+
+    async def watch(self, where: str, query: Any, read_timeout: float) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.Event().wait()  # no change from the others
+        yield {}
 
 
 def member(script: list[str]) -> tuple[Membership, Leases]:
