@@ -4,7 +4,7 @@
   examples per test, no per-example deadline (a loaded 2-core machine is not a failure), and
   no example database written into the work tree;
 - ``long``: random, ten times the examples, for a local run:
-  ``RM_HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/test_fuzz_*.py``.
+  ``RM_HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/fuzz``.
 
 A test scales its own examples with :func:`examples` (cheap parser tests run more than
 socket tests).

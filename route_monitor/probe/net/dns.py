@@ -6,7 +6,7 @@ at most one lookup of a name at a time.
 the thread cannot be cancelled: it stays busy until the resolver gives up. With asyncio's default
 executor (``min(32, cores + 4)`` threads, 6 on 2 cores) a single name whose name server stopped
 answering, probed every second, held every thread within seconds: every other monitor's lookup
-queued behind it and failed as ``dns_error`` (measured in ``tests/test_chaos_dns.py``).
+queued behind it and failed as ``dns_error`` (measured in ``tests/chaos/test_chaos_targets.py``).
 
 So:
 
