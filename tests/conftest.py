@@ -13,6 +13,7 @@ from tests.support.authtargets import started  # noqa: E402, F401 - AuthTargets 
 from tests.support.cluster import cluster  # noqa: E402, F401 - the session-scoped control plane (cluster tests)
 from tests.support.operator import (  # noqa: E402, F401 - an admin client, a module's operator, a test's namespace, a loopback HTTP target
     kube,
+    no_replica_left,
     ns,
     operator,
     target,

@@ -189,7 +189,9 @@ def stack(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         dns = dnsserver.DNSServer({f"{m}.{DOMAIN}": "127.0.0.1" for m in BY_NAME})
         stack.callback(dns.close)
         resolv = dns.resolv_conf(folder / "resolv.conf", timeout=1, attempts=1)
-        operator = Operator(cluster, folder / "operator.log",
+        # this namespace only: monitors other modules left on this worker's control plane would
+        # count on the cluster's DNS path too
+        operator = Operator(cluster, folder / "operator.log", ("--namespace", NS),
                             launch=lambda command: dnsserver.private_resolver(resolv, command))
         operator.start()
         stack.callback(operator.stop)

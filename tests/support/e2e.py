@@ -167,3 +167,13 @@ def run_stack(folder: Path) -> Iterator[Stack]:
         wait_for(lambda: len(prom.query('route_monitor_probes_total{namespace="shop"}')) == 2 * len(MONITORS),
                  timeout=30, what="probe series in Prometheus")
         yield Stack(prometheus=prom, paging=paging, checkout=checkout, started=time.time())
+
+
+SEVERAL_VANTAGES_ONLY = (names.location_error_ratio_record("5m"), names.reachability_record("5m"))
+"""Records the rules write only for monitors of several vantages (their per-location ratios and
+reachability): a stack of one-vantage monitors has none. The dashboards' per-location panel that
+reads them is queried in ``tests/e2e/test_e2e_vantages_netns.py``, on monitors of three vantages."""
+
+
+def for_several_vantages_only(expr: str) -> bool:
+    return any(record in expr for record in SEVERAL_VANTAGES_ONLY)

@@ -7,6 +7,7 @@ it makes is checked by RBAC), with ``/metrics``/``/readyz`` and ``/healthz`` on 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -26,6 +27,7 @@ import httpx
 import pytest
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Namespace
 from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
@@ -268,3 +270,25 @@ def target() -> Iterator[Target]:
     t = Target()
     yield t
     t.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_replica_left(request: pytest.FixtureRequest) -> None:
+    """The modules of one worker share its control plane, and the replica tests share the Lease
+    namespace ``route-monitor``: a Lease a killed or timed-out replica of an earlier module left
+    stays live for its duration (15 s) and would own monitors in this module as a member nobody
+    runs. Each module that uses the control plane starts without replicas' Leases."""
+    if "cluster" not in request.fixturenames:
+        return
+    client = admin_client(request.getfixturevalue("cluster"))
+    try:
+        leases = list(client.list(Lease, namespace="route-monitor"))
+    except ApiError as e:
+        if e.status.code == 404:
+            return
+        raise
+    for lease in leases:
+        name = lease.metadata.name if lease.metadata else None
+        if name and name.startswith(names.LEASE_PREFIX):
+            with contextlib.suppress(ApiError):
+                client.delete(Lease, name, namespace="route-monitor")
