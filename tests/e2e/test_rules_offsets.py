@@ -24,6 +24,7 @@ at eight offsets. Shown:
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import re
 import textwrap
@@ -163,6 +164,15 @@ def test_every_record_the_dashboards_read_exists_for_every_monitor(scaled: Prome
         assert -100 < float(s["value"][1]) <= 1, s
 
 
+def on_time(prom: Prometheus, tile: str, monitor: str, asked: float) -> bool:
+    """Whether the monitor's tile group evaluated within a lookback of its previous evaluation all
+    through the two minutes before ``asked`` (its tile samples are TILE apart, give or take 1 s)."""
+    sel = f'{{namespace="shop",monitor="{monitor}"}}'
+    [series] = prom.query(f"{tile}{sel}[{2 * HOUR_TILE_S}s]", time=asked) or [{"values": []}]
+    stamps = [float(t) for t, _ in series["values"] if float(t) > asked - HOUR_TILE_S - TILE_S]
+    return len(stamps) >= 2 and all(b - a <= TILE_S + 1 for a, b in itertools.pairwise(stamps))
+
+
 def test_tile_subqueries_find_every_tile_at_any_offset(scaled: Prometheus) -> None:
     prom = scaled
     hourly = names.probes_increase_record(HOUR_TILE)
@@ -182,7 +192,12 @@ def test_tile_subqueries_find_every_tile_at_any_offset(scaled: Prometheus) -> No
              interval=1, what="every tile group evaluated a tile after the moment asked")
     counts = {s["metric"]["monitor"]: float(s["value"][1])
               for s in prom.query(f"count_over_time({tile}[2m:{TILE}])", time=asked)}
-    assert counts == dict.fromkeys(MONITORS, HOUR_TILE_S / TILE_S), counts
+    # a group Prometheus itself evaluated late (more than the lookback after its previous
+    # evaluation: at this scale 10 s, which a loaded machine can take; in production 5 minutes)
+    # leaves a step without a tile whatever the rules say: such monitors are left out, most remain
+    regular = {m for m in MONITORS if on_time(prom, tile, m, asked)}
+    assert len(regular) >= len(MONITORS) // 2, f"Prometheus evaluated late for most monitors: {set(MONITORS) - regular}"
+    assert {m: counts.get(m) for m in regular} == dict.fromkeys(regular, HOUR_TILE_S / TILE_S), counts
     # an hourly tile is the twelve tiles recorded in its span, each once
     for monitor in MONITORS:
         sel = f'{{namespace="shop",monitor="{monitor}"}}'
