@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Node
@@ -176,13 +176,4 @@ def test_a_killed_vantage_is_replaced_in_its_location(kube: Client, cluster: Clu
     finally:
         for op in running.values():
             op.stop()
-        forget_leases(kube, members)  # the killed one's Lease outlives it: the next module shares the namespace
 
-
-def forget_leases(kube: Client, members: Iterator[str] | dict[str, str]) -> None:
-    for member in members:
-        try:
-            kube.delete(Lease, f"route-monitor-{member}", namespace="route-monitor")
-        except ApiError as e:
-            if e.status.code != 404:
-                raise
