@@ -176,4 +176,3 @@ def test_a_killed_vantage_is_replaced_in_its_location(kube: Client, cluster: Clu
     finally:
         for op in running.values():
             op.stop()
-
