@@ -140,7 +140,8 @@ async def run(config: ExecConfig, cluster: Mapping[str, Any] | None, *, timeout:
     except (FileNotFoundError, PermissionError) as e:
         raise ExecPluginFailed(not_found(config) if isinstance(e, FileNotFoundError) else f"{name}: {e}") from e
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: it can lose a cancellation (route_monitor.waits)
+            out, err = await proc.communicate()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
