@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -45,18 +46,32 @@ pytestmark = pytest.mark.prometheus
 NS, MONITOR = "slo-vantages", "zoned"
 OBJECTIVE = Objective(Decimal("99"), 30 * DAY_MS)
 STEP = 60
-END = int(time.time()) // STEP * STEP
-"""The last sample: "now" for the status (the test reads it within Prometheus' 5-minute lookback)."""
-START = END - 3 * 3600
-REPORT_END = END // 300 * 300
-"""The report's range ends on a tile boundary, so it holds whole tiles."""
 REPORT_S = 2 * 3600
 FAILS = {"a": 5, "b": 1, "c": 0}
 """Failed probes of the 10 per minute, by location."""
 
 
-def counters() -> list[Counter]:
-    return [Counter(NS, MONITOR, START, END, STEP, lambda _, bad=bad: (10 - bad, bad), location=where)
+@dataclass(frozen=True)
+class Span:
+    """The history's times, taken when the module's first test runs (not at collection: in a long
+    session that can be more than Prometheus' 5-minute lookback before the status reads "now")."""
+
+    end: int
+    """The last sample: "now" for the status (read within Prometheus' 5-minute lookback)."""
+
+    @property
+    def start(self) -> int:
+        return self.end - 3 * 3600
+
+    @property
+    def report_end(self) -> int:
+        """The report's range ends on a tile boundary, so it holds whole tiles."""
+        return self.end // 300 * 300
+
+
+def counters(span: Span) -> list[Counter]:
+    start, end = span.start, span.end
+    return [Counter(NS, MONITOR, start, end, STEP, lambda _, bad=bad: (10 - bad, bad), location=where)
             for where, bad in FAILS.items()]
 
 
@@ -85,17 +100,23 @@ def pick(groups: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HistoryPrometheus]:
+def span() -> Span:
+    return Span(end=int(time.time()) // STEP * STEP)
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, span: Span) -> Iterator[HistoryPrometheus]:
+    start, end = span.start, span.end
     from_counters = {names.probes_increase_record("5m"), names.errors_increase_record("5m"),
                      names.location_error_ratio_record("1h"), names.reachability_record("1h")}
     labels = {"namespace": NS, "monitor": MONITOR}  # the constants the generator records, as gauges
-    constants = [Gauge(names.SLO_PERIOD_RECORD, labels, START, END, STEP, OBJECTIVE.period_ms / 1000),
-                 Gauge(names.SLO_OBJECTIVE_RECORD, labels, START, END, STEP, float(OBJECTIVE.availability) / 100)]
+    constants = [Gauge(names.SLO_PERIOD_RECORD, labels, start, end, STEP, OBJECTIVE.period_ms / 1000),
+                 Gauge(names.SLO_OBJECTIVE_RECORD, labels, start, end, STEP, float(OBJECTIVE.availability) / 100)]
     folder = tmp_path_factory.mktemp("vantages-history")
     groups = generated(folder)
-    with backfilled(folder / "prometheus", counters=counters(), gauges=constants,
-                    rules=[RuleBackfill(pick(groups, from_counters), START + STEP, END),
-                           RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), END - 2 * 3600, END)]) as p:
+    with backfilled(folder / "prometheus", counters=counters(span), gauges=constants,
+                    rules=[RuleBackfill(pick(groups, from_counters), start + STEP, end),
+                           RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), end - 2 * 3600, end)]) as p:
         yield p
 
 
@@ -126,19 +147,21 @@ def test_status_slo_shows_uptime_under_the_quorum_and_reachability(prom: History
                    "uptime1h": "90.0000", "reachability1h": "80.0000"}
 
 
-def report(prom: HistoryPrometheus, fmt: str) -> str:
+def report(prom: HistoryPrometheus, span: Span, fmt: str) -> str:
+    report_end = span.report_end
+
     def iso(t: int) -> str:
         return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
 
     done = subprocess.run([str(Path(sys.executable).parent / "route-monitor"), "report", "--prometheus-url", prom.url,
-                           "--from", iso(REPORT_END - REPORT_S), "--to", iso(REPORT_END), "--format", fmt],
+                           "--from", iso(report_end - REPORT_S), "--to", iso(report_end), "--format", fmt],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-def test_report_prints_uptime_under_the_quorum_and_reachability(prom: HistoryPrometheus) -> None:
-    doc = json.loads(report(prom, "json"))
+def test_report_prints_uptime_under_the_quorum_and_reachability(prom: HistoryPrometheus, span: Span) -> None:
+    doc = json.loads(report(prom, span, "json"))
     [ns] = doc["namespaces"]
     [row] = ns["monitors"]
     assert row["monitor"] == MONITOR
@@ -147,6 +170,6 @@ def test_report_prints_uptime_under_the_quorum_and_reachability(prom: HistoryPro
     assert row["probes"] == 30 * REPORT_S // 60
     assert (row["locations"], row["reachability"]) == (3, pytest.approx(0.8))
     note = "3 locations, under the quorum; reachability 80.0000%"
-    line = next(line for line in report(prom, "markdown").splitlines() if f"| {MONITOR} |" in line)
+    line = next(line for line in report(prom, span, "markdown").splitlines() if f"| {MONITOR} |" in line)
     assert "| 90.0000 |" in line and note in line, line
-    assert note in report(prom, "csv")
+    assert note in report(prom, span, "csv")
