@@ -141,7 +141,7 @@ def reachability_tile_rules(slo: MonitorSLO, tile: str) -> list[dict[str, Any]]:
     reachability is its availability). The exact increase of the error tile of one vantage, so a
     counter reset or a location appearing or leaving within a tile leaves the same probes out of it
     as out of the tile of all probes it is divided by; recorded in the group of that tile, so both
-    are written at the same instants, whatever the group's offset."""
+    are written at the same instants."""
     if slo.vantages <= 1:
         return []
     failed = _sel(slo.namespace, slo.name, (names.LABEL_RESULT, names.RESULT_FAILURE))
