@@ -15,9 +15,9 @@ Status (every few minutes, at "now"):
 - for monitors of several vantages, reachability over the SLO period (every probe of every
   location, no quorum) alike: their reachability tiles summed over the period, divided by the
   tiles of all probes recorded beside them (each aligned step takes one of each, whatever the
-  offsets of the groups writing them), and only those, so a monitor whose tiles of all probes reach further back (rules from before the
-  reachability tile, or a monitor that had one vantage) is not divided by probes whose failures
-  were never summed;
+  offsets of the groups writing them), and only those, so a monitor whose tiles of all probes
+  reach further back (rules from before the reachability tile, or a monitor that had one
+  vantage) is not divided by probes whose failures were never summed;
 - the 1h burn rate: the recorded 1h error ratio (the page's long window), divided by the
   budget by the caller; for monitors of several vantages, beside it the recorded 1h
   reachability ratio (all probes of every location, no quorum).
