@@ -201,6 +201,12 @@ def reachability_record(window: str) -> str:
     return f"{error_ratio_record(window)}_reachability"
 
 
+def reachability_errors_increase_record(tile: str) -> str:
+    """Contract 12: failed probes of every location within one ``tile`` (no quorum), beside the
+    error tile under the quorum: summed over the SLO period for ``status.slo.reachability``."""
+    return f"{errors_increase_record(tile)}_reachability"
+
+
 def slow_ratio_record(window: str) -> str:
     """Probes slower than the latency threshold (or failed) / all probes over ``window``."""
     return f"{RECORD_LEVEL}:{PREFIX}probe_slow:ratio_rate{window}"

@@ -13,7 +13,10 @@ it). The reachability ratio (all probes of all locations, no quorum) is recorded
 
 The long windows are summed from tiles: a tile's failed probes under the quorum are its quorum
 ratio times its probes (:func:`error_tile_expr`), so the slow pairs and the period's budget count
-what the quorum sees, tile by tile.
+what the quorum sees, tile by tile. Beside it one more tile counts the failed probes of every
+location (:func:`reachability_tile_rules`, the one rule more than the quorum needs), which the
+operator sums over the SLO period for ``status.slo.reachability`` as it sums the tiles under the
+quorum for the availability (``alert_rules.readback``).
 
 ``RouteMonitorPartiallyUnreachable{namespace, monitor, location}``: a location failing (half of
 its probes over the short window, as a failing monitor of a shared path) while fewer than ``q``
@@ -131,6 +134,19 @@ def error_tile_rule(slo: MonitorSLO, tile: str, today: dict[str, Any]) -> dict[s
     if slo.vantages <= 1:
         return today
     return {**today, "expr": error_tile_expr(slo.namespace, slo.name, tile, slo.quorum)}
+
+
+def reachability_tile_rules(slo: MonitorSLO, tile: str) -> list[dict[str, Any]]:
+    """Failed probes of every location within one tile, no quorum (none for one vantage, whose
+    reachability is its availability). The exact increase of the error tile of one vantage, so a
+    counter reset or a location appearing or leaving within a tile leaves the same probes out of it
+    as out of the tile of all probes it is divided by; recorded in the group of that tile, so both
+    are written at the same instants."""
+    if slo.vantages <= 1:
+        return []
+    failed = _sel(slo.namespace, slo.name, (names.LABEL_RESULT, names.RESULT_FAILURE))
+    return [{"record": names.reachability_errors_increase_record(tile),
+             "expr": promql.by_monitor(promql.tile_increase(failed, tile)), "labels": _labels(slo.namespace, slo.name)}]
 
 
 def alert_rules(slo: MonitorSLO) -> list[dict[str, Any]]:

@@ -12,6 +12,12 @@ Status (every few minutes, at "now"):
   aligned to tile boundaries, so each tile counts once whatever the evaluation offset. Monitors
   with another period are left out by matching the recorded period, so one query per distinct
   period serves every monitor that has it;
+- for monitors of several vantages, reachability over the SLO period (every probe of every
+  location, no quorum) alike: their reachability tiles summed over the period, divided by the
+  tiles of all probes recorded beside them (each aligned step takes one of each, whatever the
+  offsets of the groups writing them), and only those, so a monitor whose tiles of all probes
+  reach further back (rules from before the reachability tile, or a monitor that had one
+  vantage) is not divided by probes whose failures were never summed;
 - the 1h burn rate: the recorded 1h error ratio (the page's long window), divided by the
   budget by the caller; for monitors of several vantages, beside it the recorded 1h
   reachability ratio (all probes of every location, no quorum).
@@ -58,6 +64,17 @@ def failed_over_period(period_seconds: int) -> str:
 
 def probes_over_period(period_seconds: int) -> str:
     return period_tiles(names.probes_increase_record(TILE), period_seconds)
+
+
+def reachability_over_period(period_seconds: int) -> str:
+    """Monitors of several vantages with that period: the error ratio of all their probes over the
+    period, from the tiles of every location's failures and the tiles of all probes beside them."""
+    window, reach = f"{period_seconds}s", names.reachability_errors_increase_record(TILE)
+    failed = promql.tiles_sum(reach, window, TILE)
+    probes = promql.tiles_sum(f"({names.probes_increase_record(TILE)} and on ({promql.BY_MONITOR}) {reach})",
+                              window, TILE)
+    period = f"{names.SLO_PERIOD_RECORD} == {period_seconds}"
+    return f"(\n{failed}\n/ on ({promql.BY_MONITOR})\n({probes} > 0)\n)\nand on ({promql.BY_MONITOR})\n{period}"
 
 
 def error_ratio_1h() -> str:

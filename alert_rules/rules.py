@@ -173,6 +173,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     first, tile = slis(slo)[0], tile_of(slo)
     all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, tile))
     rules = [*_constants(slo), _record(slo, names.probes_increase_record(tile), all_tile)]
+    rules += quorum.reachability_tile_rules(slo, tile)
     for sli in slis(slo):
         tile_rule = _record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile))
         rules.append(quorum.error_tile_rule(slo, tile, tile_rule) if sli.kind == "availability" else tile_rule)

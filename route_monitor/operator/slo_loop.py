@@ -2,8 +2,9 @@
 
 Every ``interval`` (5 minutes by default) one pass runs a fixed set of instant queries for all
 monitors at once (``alert_rules.readback``: failed and all probes over the period, one pair per
-distinct SLO period, the recorded 1h error ratio and, for monitors of several vantages, the 1h
-reachability ratio), one after another, so the load on
+distinct SLO period and, for monitors of several vantages, their reachability over it, the
+recorded 1h error ratio and, for monitors of several vantages, the 1h reachability ratio), one
+after another, so the load on
 Prometheus does not grow with the number of monitors' passes. Each owned monitor's
 :class:`~route_monitor.slo.state.SloStatus` is advanced; a monitor whose status changed
 beyond the tolerance is handed to ``on_change`` (the supervisor enqueues a reconcile, which
@@ -62,7 +63,9 @@ def _by_monitor(samples: list[Sample]) -> dict[Key, float]:
             for s in samples}
 
 
-_Sums = tuple[dict[Key, float], dict[Key, float]]
+_Sums = tuple[dict[Key, float], dict[Key, float], dict[Key, float]]
+"""Of one period, by monitor: failed probes, all probes, and (several vantages) the error ratio of
+every probe of every location."""
 
 
 class SloLoop:
@@ -92,13 +95,14 @@ class SloLoop:
             await asyncio.sleep(self._interval)
 
     async def _read(self, periods: Iterable[int]) -> tuple[dict[int, _Sums], dict[Key, float], dict[Key, float]]:
-        """(failed, all) probes by monitor for each period (seconds), the 1h error ratio by monitor
-        and the 1h reachability ratio by monitor (monitors of several vantages only)."""
+        """:data:`_Sums` for each period (seconds), the 1h error ratio by monitor and the 1h
+        reachability ratio by monitor (monitors of several vantages only)."""
         sums = {}
         for seconds in sorted(set(periods)):
             failed = _by_monitor(await self._api.query(readback.failed_over_period(seconds)))
             probes = _by_monitor(await self._api.query(readback.probes_over_period(seconds)))
-            sums[seconds] = (failed, probes)
+            reach = _by_monitor(await self._api.query(readback.reachability_over_period(seconds)))
+            sums[seconds] = (failed, probes, reach)
         ratio_1h = _by_monitor(await self._api.query(readback.error_ratio_1h()))
         return sums, ratio_1h, _by_monitor(await self._api.query(readback.reachability_ratio_1h()))
 
@@ -118,8 +122,9 @@ class SloLoop:
             log.warning("cannot read SLOs from Prometheus (last values kept): %s", e)
         now = self._clock()
         for key, objective in owned.items():
-            failed, probes = sums.get(objective.period_ms // 1000, ({}, {}))
-            reading = (slo_state.Reading(failed.get(key, 0.0), probes[key], ratio_1h.get(key), reach_1h.get(key))
+            failed, probes, reach = sums.get(objective.period_ms // 1000, ({}, {}, {}))
+            reading = (slo_state.Reading(failed.get(key, 0.0), probes[key], ratio_1h.get(key), reach_1h.get(key),
+                                         reach.get(key))
                        if key in probes else None)
             before = self.states.get(key)
             after = slo_state.advance(before, window=durations.format_ms(objective.period_ms),

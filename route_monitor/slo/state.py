@@ -8,10 +8,13 @@ left (1 = untouched, 0 = spent, negative = overspent) and the 1h burn rate (1 = 
 budget exactly over the period). A monitor of several vantages (Contract 12) also gets its last
 hour twice: under the quorum (``uptime1h``, what pages and the budget count) and from all probes
 of every location (``reachability1h``, the recorded ``_reachability`` ratio), so a place that
-fails alone shows as reachability below uptime. :func:`advance` turns the previous :class:`SloStatus` and a
-pass into the next one, keeping the previous one (same object, nothing to write) while the
-values moved less than :data:`TOLERANCE` and the condition is the same. Prometheus
-unreachable: the last values stay, reason ``SLOUnknown``.
+fails alone shows as reachability below uptime; and its period twice: the availability (under the
+quorum) and its ``reachability`` over the period (the period's reachability tiles). Both
+reachabilities are shown while the 1h one is recorded (the monitor is of several vantages now).
+:func:`advance` turns the previous :class:`SloStatus` and a pass into the next one, keeping the
+previous one (same object, nothing to write) while the values moved less than :data:`TOLERANCE`
+and the condition is the same. Prometheus unreachable: the last values stay, reason
+``SLOUnknown``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ class Reading:
     reachability_ratio_1h: float | None = None
     """A monitor of several vantages: the recorded 1h error ratio of all probes of every location
     (no quorum); None for one vantage (no such record)."""
+    reachability_ratio: float | None = None
+    """A monitor of several vantages: the error ratio of all probes of every location over the SLO
+    period (its reachability tiles); None for one vantage (no such tiles)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class SloValues:
     """Several vantages only: good probes under the quorum over the last hour, 0..1."""
     reachability_1h: float | None = None
     """Several vantages only: good probes of every location over the last hour (no quorum), 0..1."""
+    reachability: float | None = None
+    """Several vantages only: good probes of every location over the period (no quorum), 0..1."""
 
 
 def _good(ratio: float | None) -> float | None:
@@ -95,7 +103,8 @@ def values_of(reading: Reading, objective: Decimal) -> SloValues | None:
     several = reading.reachability_ratio_1h is not None
     return SloValues(availability=1.0 - error_ratio, budget_remaining=1.0 - error_ratio / budget, burn_rate_1h=burn,
                      uptime_1h=_good(reading.error_ratio_1h) if several else None,
-                     reachability_1h=_good(reading.reachability_ratio_1h))
+                     reachability_1h=_good(reading.reachability_ratio_1h),
+                     reachability=_good(reading.reachability_ratio) if several else None)
 
 
 def _apart(a: float | None, b: float | None, tolerance: float) -> bool:
@@ -105,8 +114,9 @@ def _apart(a: float | None, b: float | None, tolerance: float) -> bool:
 def _moved(a: SloValues, b: SloValues, tol: Tolerance) -> bool:
     if (a.burn_rate_1h is None) != (b.burn_rate_1h is None):
         return True
-    if _apart(a.uptime_1h, b.uptime_1h, tol.availability) or _apart(a.reachability_1h, b.reachability_1h,
-                                                                    tol.availability):
+    if any(_apart(x, y, tol.availability) for x, y in ((a.uptime_1h, b.uptime_1h),
+                                                        (a.reachability_1h, b.reachability_1h),
+                                                        (a.reachability, b.reachability))):
         return True
     burn = a.burn_rate_1h is not None and b.burn_rate_1h is not None \
         and abs(a.burn_rate_1h - b.burn_rate_1h) >= tol.burn_rate
@@ -144,16 +154,19 @@ def advance(previous: SloStatus | None, *, window: str, objective: Decimal, read
         return kept
     spent = "error budget spent" if reason == "BudgetExhausted" else "of the error budget left"
     message = (f"availability {percent(values.availability, 4)}% over {window} (objective {objective}%): "
-               f"{percent(values.budget_remaining, 1)}% {spent}{_locations_text(values)}")
+               f"{percent(values.budget_remaining, 1)}% {spent}{_locations_text(values, window)}")
     return SloStatus(window, reason, message, values, now)
 
 
-def _locations_text(values: SloValues) -> str:
-    """Several vantages: the last hour under the quorum beside all probes of every location."""
+def _locations_text(values: SloValues, window: str) -> str:
+    """Several vantages: reachability over the period, and the last hour under the quorum beside
+    all probes of every location."""
     if values.reachability_1h is None:
         return ""
+    period = "" if values.reachability is None else \
+        f"; reachability {percent(values.reachability, 4)}% over {window} from every location"
     uptime = "" if values.uptime_1h is None else f"uptime {percent(values.uptime_1h, 4)}% under the quorum, "
-    return f"; last hour: {uptime}reachability {percent(values.reachability_1h, 4)}% from every location"
+    return f"{period}; last hour: {uptime}reachability {percent(values.reachability_1h, 4)}% from every location"
 
 
 def timestamp(epoch: float) -> str:
@@ -165,6 +178,8 @@ def fields(s: SloStatus) -> dict[str, Any]:
     out: dict[str, Any] = {"window": s.window}
     if s.values is not None:
         out["availability"] = percent(s.values.availability, 4)
+        if s.values.reachability is not None:
+            out["reachability"] = percent(s.values.reachability, 4)
         out["budgetRemaining"] = percent(s.values.budget_remaining, 1)
         if s.values.burn_rate_1h is not None:
             out["burnRate1h"] = rate_text(s.values.burn_rate_1h)

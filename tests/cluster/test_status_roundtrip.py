@@ -77,7 +77,8 @@ class Step:
 def steps(now: float) -> list[Step]:
     window = [{"start": utc(now - 600), "end": utc(now + 3600)}, {"schedule": "0 3 * * *", "duration": "1h"}]
     slo = SloStatus("30d", "BudgetRemaining", "availability 99.9500% over 30d (objective 99.9%): 50.0% of the "
-                    "error budget left", SloValues(0.9995, 0.5, 0.42, uptime_1h=0.9996, reachability_1h=0.9871), now)
+                    "error budget left", SloValues(0.9995, 0.5, 0.42, uptime_1h=0.9996, reachability_1h=0.9871,
+                                                      reachability=0.9988), now)
     return [
         Step("warming up, failing", result(False, reason=FailureReason.HTTP_STATUS, detail="HTTP 503",
                                            excluded=Exclusion.WARMUP)),

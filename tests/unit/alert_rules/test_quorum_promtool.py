@@ -10,7 +10,10 @@ be exactly the q-th largest of them. Covered:
 - a blind location (its probes excluded, so no counted probe) drops out instead of counting;
 - a counter reset (a replica restarted) changes no ratio;
 - ``RouteMonitorPartiallyUnreachable{location}``: one of three locations failing under q = 2
-  opens one ticket naming it after its ``for:``; two failing (the quorum sees it) open none.
+  opens one ticket naming it after its ``for:``; two failing (the quorum sees it) open none;
+- reachability over the SLO period as the operator reads it (``alert_rules.readback``) from the
+  generated rules' tiles: a location appearing and leaving counts the probes of its tiles, once;
+  a counter reset leaves that location's tile out of failures and probes alike.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from alert_rules import names
+from alert_rules import names, readback
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.quorum import partially_unreachable, quorum_records
 from alert_rules.render import to_yaml
@@ -157,9 +160,12 @@ def test_the_rules_pass_promtool_check(tmp_path: Path) -> None:
 
 
 # --- the generated rules of a monitor of three vantages (alert_rules.rules hooks quorum in) ------
+def generated_slo(vantages: int, quorum: int) -> MonitorSLO:
+    return MonitorSLO(NS, MON, Objective(Decimal("99.9")), vantages=vantages, quorum=quorum)
+
+
 def generated(vantages: int, quorum: int) -> str:
-    slo = MonitorSLO(NS, MON, Objective(Decimal("99.9")), vantages=vantages, quorum=quorum)
-    return to_yaml({"groups": rule_groups(slo)})
+    return to_yaml({"groups": rule_groups(generated_slo(vantages, quorum))})
 
 
 def generated_job(name: str, series: list[dict[str, str]], alerts: list[dict[str, Any]],
@@ -207,8 +213,49 @@ def test_generated_rules_pass_promtool_check(tmp_path: Path, vantages: int, quor
 
 def test_one_vantage_generates_todays_rules() -> None:
     assert names.ALERT_PARTIALLY_UNREACHABLE not in generated(1, 1)
-    assert names.location_error_ratio_record(W) not in generated(1, 1)
-    assert names.location_error_ratio_record(W) in generated(3, 2)
+    for record in (names.location_error_ratio_record(W), names.reachability_errors_increase_record(W)):
+        assert record not in generated(1, 1)
+        assert record in generated(3, 2)
+
+
+def test_three_vantages_cost_one_rule_more_for_the_period_reachability() -> None:
+    """The reachability tile is the only rule added for it, in the group of the tiles it is read with."""
+    one, three = (rule_groups(generated_slo(k, q)) for k, q in ((1, 1), (3, 2)))
+    tile = names.reachability_errors_increase_record(W)
+    [group] = [g for g in three if any(r.get("record") == tile for r in g["rules"])]
+    assert group["interval"] == W and any(r.get("record") == names.probes_increase_record(W) for r in group["rules"])
+    assert not any(r.get("record") == tile for g in one for r in g["rules"])
+
+
+# --- reachability over the SLO period, read back from the tiles (alert_rules.readback) -----------
+PERIOD_S = 30 * 86_400
+
+
+def period_reachability(minute: int, error_ratio: float) -> dict[str, Any]:
+    """What the operator's query for ``status.slo.reachability`` returns at ``minute``: the error ratio."""
+    return {"expr": readback.reachability_over_period(PERIOD_S), "eval_time": f"{minute}m",
+            "exp_samples": [{"labels": f'{{monitor="{MON}",namespace="{NS}"}}', "value": error_ratio}]}
+
+
+PERIOD_JOBS = [
+    # l0 fails 4 of 10, l2 8 of 10 for 40m; l4 (2 of 10) appears at 10m and leaves after 24.5m. The
+    # tiles ending 5m..40m count l0 and l2 from their first sample to their last (79 steps: 790
+    # probes each), l4 from 10m to 24.5m (29 steps: 290), its last sample once (the tile ending 25m)
+    generated_job("period reachability: a location appearing and leaving", [
+        *counters("l0", [("4", 80)]), *counters("l2", [("8", 80)]), *counters("l4", [(".", 20), ("2", 30), (".", 30)])],
+        [], [period_reachability(40, (316 + 632 + 58) / (790 + 790 + 290))]),
+    # l0's replica restarts at 15m (its counters from 0): the tile ending 15m (steps 21-30) goes
+    # negative, clamped to 0 in failures and probes alike: l0 counts 69 of its 78 steps
+    generated_job("period reachability: a counter reset over the tiles", [
+        *counters("l0", [("4", 30), ("reset", 1), ("4", 49)]), *counters("l1", [("8", 80)])],
+        [], [period_reachability(40, (276 + 632) / (690 + 790))]),
+]
+
+
+@pytest.mark.parametrize("job_", PERIOD_JOBS, ids=[j.name for j in PERIOD_JOBS])
+def test_period_reachability_from_the_tiles(tmp_path: Path, job_: promtool.Job) -> None:
+    result = promtool.run_test_rules(job_, tmp_path)
+    assert result.ok, result.output
 
 
 def test_upgrade_joins_series_without_and_with_location(tmp_path: Path) -> None:

@@ -8,10 +8,13 @@ is 0.1, and over every probe of every location (reachability) 6 / 30 = 0.2. The 
 as counters with their ``location`` (``promtool tsdb create-blocks-from openmetrics``) and the
 generator's own rules (``route-monitor rules``) are evaluated over it by ``promtool tsdb
 create-blocks-from rules``: the tiles, the per-location and reachability 1h ratios first, then
-the 1h ratio under the quorum, which reads the per-location records.
+the 1h ratio under the quorum, which reads the per-location records. The reachability tiles
+start an hour after the other tiles, as after an upgrade from rules that had none.
 
 - ``status.slo``: availability 90% over the period and ``uptime1h`` 90% (under the quorum),
-  ``reachability1h`` 80%; budget and burn rate from the quorum's ratio;
+  ``reachability1h`` 80%, and ``reachability`` 80% over the period: every location's failures over
+  the probes of the same tiles only (over all the tiles of all probes it would read 86.7%);
+  budget and burn rate from the quorum's ratio;
 - ``report`` over the last two hours: availability 90% (the tiles under the quorum) with 3
   locations and reachability 80% (the exact counters of every location) in JSON, Markdown and CSV.
 """
@@ -47,6 +50,8 @@ NS, MONITOR = "slo-vantages", "zoned"
 OBJECTIVE = Objective(Decimal("99"), 30 * DAY_MS)
 STEP = 60
 REPORT_S = 2 * 3600
+REACH_LATE_S = 3600
+"""The reachability tiles begin this long after the others."""
 FAILS = {"a": 5, "b": 1, "c": 0}
 """Failed probes of the 10 per minute, by location."""
 
@@ -114,8 +119,11 @@ def prom(tmp_path_factory: pytest.TempPathFactory, span: Span) -> Iterator[Histo
                  Gauge(names.SLO_OBJECTIVE_RECORD, labels, start, end, STEP, float(OBJECTIVE.availability) / 100)]
     folder = tmp_path_factory.mktemp("vantages-history")
     groups = generated(folder)
+    reach_tiles = pick(groups, {names.reachability_errors_increase_record("5m")})
+    assert [g["interval"] for g in reach_tiles] == ["5m"], "in the group of the tiles of all probes"
     with backfilled(folder / "prometheus", counters=counters(span), gauges=constants,
                     rules=[RuleBackfill(pick(groups, from_counters), start + STEP, end),
+                           RuleBackfill(reach_tiles, start + STEP + REACH_LATE_S, end),
                            RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), end - 2 * 3600, end)]) as p:
         yield p
 
@@ -125,9 +133,18 @@ def value(prom: HistoryPrometheus, record: str) -> float:
     return float(found["value"][1])
 
 
+def last_tile(prom: HistoryPrometheus, record: str) -> float:
+    """A tile's last value (recorded every 5 minutes at its backfilled group's own offset)."""
+    [found] = prom.query(f'last_over_time({record}{{namespace="{NS}",monitor="{MONITOR}"}}[10m])')
+    return float(found["value"][1])
+
+
 def test_the_history_holds_the_records_the_status_reads(prom: HistoryPrometheus) -> None:
     assert value(prom, names.error_ratio_record("1h")) == pytest.approx(0.1)
     assert value(prom, names.reachability_record("1h")) == pytest.approx(0.2)
+    assert last_tile(prom, names.probes_increase_record("5m")) == pytest.approx(30 * 5)
+    assert last_tile(prom, names.errors_increase_record("5m")) == pytest.approx(3 * 5), "under the quorum: 0.1"
+    assert last_tile(prom, names.reachability_errors_increase_record("5m")) == pytest.approx(6 * 5), "a 5, b 1, c 0"
 
 
 def test_status_slo_shows_uptime_under_the_quorum_and_reachability(prom: HistoryPrometheus) -> None:
@@ -138,13 +155,14 @@ def test_status_slo_shows_uptime_under_the_quorum_and_reachability(prom: History
             await loop.run_once()
             status = loop.states[(NS, MONITOR)]
             assert status.reason == "BudgetExhausted", status
-            assert "uptime 90.0000% under the quorum, reachability 80.0000% from every location" in status.message
+            assert "reachability 80.0000% over 30d from every location; last hour: " \
+                   "uptime 90.0000% under the quorum, reachability 80.0000% from every location" in status.message
             return fields(status)
 
     got = asyncio.run(one_pass())
     got.pop("updated")
-    assert got == {"window": "30d", "availability": "90.0000", "budgetRemaining": "-900.0", "burnRate1h": "10.0",
-                   "uptime1h": "90.0000", "reachability1h": "80.0000"}
+    assert got == {"window": "30d", "availability": "90.0000", "reachability": "80.0000", "budgetRemaining": "-900.0",
+                   "burnRate1h": "10.0", "uptime1h": "90.0000", "reachability1h": "80.0000"}
 
 
 def report(prom: HistoryPrometheus, span: Span, fmt: str) -> str:

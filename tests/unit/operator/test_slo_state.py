@@ -2,6 +2,8 @@
 
 - values: availability, budget left (negative when overspent), 1h burn rate; no probes -> NoData;
   a NaN 1h ratio (no probes in the hour) -> no burn rate;
+- several vantages: reachability over the period and the last hour beside the availability, in
+  the fields and the message; none for a monitor of one vantage now;
 - formatting as the status shows it (percent strings, never ``-0.0``);
 - a change below the tolerance writes nothing (the same status object comes back); a change of
   condition always does; Prometheus unreachable keeps the values with reason ``SLOUnknown``;
@@ -77,6 +79,26 @@ def test_prometheus_unreachable_keeps_values_with_reason_slo_unknown() -> None:
     assert back.reason == "BudgetRemaining" and fields(back) == fields(first)
     never = step(None, None, error="down")
     assert never.values is None and fields(never) == {"window": "30d"}
+
+
+def test_several_vantages_show_reachability_over_the_period_and_the_last_hour() -> None:
+    several = step(None, Reading(100, 1000, 0.1, 0.2, 0.25), objective="99")
+    assert fields(several) == {"window": "30d", "availability": "90.0000", "reachability": "75.0000",
+                               "budgetRemaining": "-900.0", "burnRate1h": "10.0", "uptime1h": "90.0000",
+                               "reachability1h": "80.0000", "updated": "2026-11-18T11:06:40Z"}
+    assert several.message.endswith("error budget spent; reachability 75.0000% over 30d from every location; "
+                                    "last hour: uptime 90.0000% under the quorum, reachability 80.0000% from "
+                                    "every location")
+    assert step(several, Reading(100, 1000, 0.1, 0.2, 0.25000001), objective="99") is several, "below tolerance"
+    assert step(several, Reading(100, 1000, 0.1, 0.2, 0.2501), objective="99") is not several, "moved 0.01 points"
+    gone = fields(step(several, Reading(100, 1000, 0.1, 0.2, None), objective="99"))
+    assert "reachability" not in gone and gone["reachability1h"] == "80.0000", "no tiles: the period's is not shown"
+
+
+def test_one_vantage_now_shows_no_reachability_from_tiles_of_earlier_in_the_period() -> None:
+    """Its reachability is its availability; tiles left from days with several vantages are not shown."""
+    assert set(fields(step(None, Reading(10, 1000, 0.01, None, 0.5)))) == {
+        "window", "availability", "budgetRemaining", "burnRate1h", "updated"}
 
 
 def test_no_negative_zero() -> None:
