@@ -101,9 +101,15 @@ def request_headers(authority: str, tls: bool, metadata: Sequence[tuple[bytes, b
             *((k.lower(), v) for k, v in metadata)]
 
 
-async def check(stream: AnyStream, headers: list[tuple[bytes, bytes]], message: bytes) -> str:
-    """One Health/Check on ``stream``; the detail of a success, else :class:`ProbeFailure`."""
-    await stream.write(h2frames.request(headers, message))
+def request_bytes(authority: str, tls: bool, metadata: Sequence[tuple[bytes, bytes]], message: bytes) -> bytes:
+    """Everything the client sends for one Health/Check (the same for every probe of a monitor)."""
+    return h2frames.request(request_headers(authority, tls, metadata), message)
+
+
+async def check(stream: AnyStream, request: bytes) -> str:
+    """One Health/Check on ``stream`` (``request``: :func:`request_bytes`); the detail of a
+    success, else :class:`ProbeFailure`."""
+    await stream.write(request)
     frames, answer = h2frames.Frames(), _Answer()
     received = False
     while not answer.ended:
@@ -119,6 +125,18 @@ async def check(stream: AnyStream, headers: list[tuple[bytes, bytes]], message: 
     return answer.verdict()
 
 
+_DECODED: dict[tuple[bytes, ...], tuple[tuple[bytes, bytes], ...]] = {}
+"""The header fields of the last block of a connection's header blocks so far, by those blocks.
+
+HPACK decoding is a function of a connection's blocks in order alone (each connection starts
+with an empty dynamic table, and the client never changes its size), and a server answers
+every health check of a probe alike, so a block sequence seen before is not decoded again:
+``hpack`` (pure Python, Huffman coding included) was about a tenth of a gRPC probe's CPU.
+Bounded by :data:`DECODED_MAX`, the oldest entry going first; what a server varies (a date, a
+message) only misses."""
+DECODED_MAX = 512
+
+
 class _Answer:
     """What stream 1 answered: its header fields (headers and trailers together) and its body."""
 
@@ -126,7 +144,9 @@ class _Answer:
         self.headers: dict[bytes, bytes] = {}
         self.body = b""
         self.ended = False
-        self._decoder = hpack.Decoder()
+        self._decoder: hpack.Decoder | None = None
+        """Made on the first block not decoded before (it then decodes the rest of the connection's)."""
+        self._blocks: tuple[bytes, ...] = ()
         self._block = b""
         self._ends_with_block = False
 
@@ -147,11 +167,7 @@ class _Answer:
             if kind == h2frames.HEADERS:
                 self._ends_with_block = bool(flags & h2frames.END_STREAM)
             if flags & h2frames.END_HEADERS:
-                try:
-                    fields = self._decoder.decode(self._block, raw=True)
-                except hpack.HPACKError as e:
-                    raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
-                self.headers.update((bytes(k), bytes(v)) for k, v in fields)
+                self.headers.update(self._fields(self._block))
                 self._block = b""
                 self.ended = self.ended or self._ends_with_block
         elif kind == h2frames.DATA:
@@ -160,6 +176,25 @@ class _Answer:
                 raise ProtocolError(f"a HealthCheckResponse of more than {MAX_MESSAGE} bytes")
             self.ended = self.ended or bool(flags & h2frames.END_STREAM)
         return b""
+
+    def _fields(self, block: bytes) -> tuple[tuple[bytes, bytes], ...]:
+        blocks = self._blocks = (*self._blocks, block)
+        fields = _DECODED.get(blocks)
+        if fields is not None:
+            return fields
+        decoder = self._decoder
+        if decoder is None:
+            decoder = self._decoder = hpack.Decoder()
+            for earlier in blocks[:-1]:  # decoded before: rebuild the dynamic table they left
+                decoder.decode(earlier, raw=True)
+        try:
+            fields = tuple((bytes(k), bytes(v)) for k, v in decoder.decode(block, raw=True))
+        except hpack.HPACKError as e:
+            raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
+        if len(_DECODED) >= DECODED_MAX:
+            del _DECODED[next(iter(_DECODED))]
+        _DECODED[blocks] = fields
+        return fields
 
     def verdict(self) -> str:
         status = self.headers.get(b":status", b"")
