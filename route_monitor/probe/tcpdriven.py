@@ -7,7 +7,9 @@ resolves a future, and the future wakes the task in a loop iteration of its own.
 CPU mostly in asyncio's machinery, not in its own decisions (``benchmarks/RESULTS-protocols.md``),
 so here the task awaits one future per connection attempt, and the callbacks that the selector
 calls anyway do the work in between: when connected, send the steps' bytes and wait for the
-socket to become readable; when readable, read and match; resolve the future at the end.
+socket to become readable; when readable, read and match; resolve the future at the end. A
+connection the kernel completed within ``connect`` itself (a target on the same host, over
+loopback) is used at once, without waiting a loop iteration for it to be reported writable.
 
 Every decision (what to send, a match, a mismatch, a reset) is :class:`~route_monitor.probe.tcp.Steps`',
 as over TLS, and what the prober sees is what the coroutine path raised: a connect error as an
@@ -81,7 +83,12 @@ class _Driver:
             self._fail(e)
             return self._future
         if err in IN_PROGRESS:
-            self._wait(_CONNECTING)
+            try:  # a handshake the kernel completed within the call (a target on this host): no wait
+                sock.getpeername()
+            except OSError:  # under way (or failed: SO_ERROR says which once it is writable)
+                self._wait(_CONNECTING)
+                return self._future
+            self._connected()
         elif err:
             self._fail(connect_error(err, self._address, self._port))
         else:

@@ -7,7 +7,10 @@ where there is no epoll, the loop's own watches do the same."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
+import threading
 import weakref
 
 import pytest
@@ -135,3 +138,45 @@ async def test_without_epoll_the_loop_watches_the_sockets_itself(monkeypatch: py
     driven, streamed = await _both(PONG, PING + AGAIN)
     assert driven == streamed == (True, None, "connected, matched '+PONG'")
     assert readiness.of(asyncio.get_running_loop())._epoll is None
+
+
+async def test_a_connection_that_completes_later_is_waited_for() -> None:
+    """A full accept queue drops the SYN: the connection completes on the kernel's retransmission
+    (after a second or more), once the server accepts; not within ``connect``, as on loopback
+    otherwise, so the probe waits for the socket to become writable."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # fill the accept queue (its length is the backlog + 1 on Linux)
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+
+    def serve() -> None:
+        server.settimeout(10)
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.settimeout(5)
+            with contextlib.suppress(OSError):
+                if conn.recv(100).startswith(b"PING"):
+                    conn.sendall(b"+PONG\r\n")
+            conn.close()
+
+    probe = asyncio.create_task(_probe(port, (TCPStep(send=b"PING\r\n"), TCPStep(expect=r"^\+PONG")), driven=True,
+                                       timeout=20))
+    await asyncio.sleep(0)  # the probe's first step: its SYN sent (and dropped); then the server accepts
+    for filler in fillers:
+        filler.close()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert await probe == (True, None, "connected, matched '+PONG'")
+    finally:
+        server.close()
+        thread.join(10)
