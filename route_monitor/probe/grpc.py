@@ -3,8 +3,9 @@ judged as the kubelet's gRPC probe and ``grpc-health-probe`` judge it.
 
 The connection is :func:`~route_monitor.probe.net.connect.open_stream`'s (so DNS, connect and TLS
 fail as an HTTP probe's do); the HTTP/2 exchange is framed by hand (:mod:`h2frames`: one stream
-per probe, header blocks decoded by ``hpack``), no grpcio channel (its C core keeps threads,
-pools and a connection per channel: a channel per monitor would cost far more than a probe).
+per probe, header blocks decoded by ``hpack`` through :mod:`headerblocks`), no grpcio channel
+(its C core keeps threads, pools and a connection per channel: a channel per monitor would cost
+far more than a probe).
 
 - ``SERVING``: success;
 - ``NOT_SERVING``, ``UNKNOWN``, ``SERVICE_UNKNOWN``: ``grpc_not_serving``;
@@ -21,10 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import hpack
-
 from route_monitor import __version__
-from route_monitor.probe import h2frames
+from route_monitor.probe import h2frames, headerblocks
 from route_monitor.probe.net.connect import AnyStream
 from route_monitor.probe.reasons import ClosedWithoutResponse, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
@@ -125,18 +124,6 @@ async def check(stream: AnyStream, request: bytes) -> str:
     return answer.verdict()
 
 
-_DECODED: dict[tuple[bytes, ...], tuple[tuple[bytes, bytes], ...]] = {}
-"""The header fields of the last block of a connection's header blocks so far, by those blocks.
-
-HPACK decoding is a function of a connection's blocks in order alone (each connection starts
-with an empty dynamic table, and the client never changes its size), and a server answers
-every health check of a probe alike, so a block sequence seen before is not decoded again:
-``hpack`` (pure Python, Huffman coding included) was about a tenth of a gRPC probe's CPU.
-Bounded by :data:`DECODED_MAX`, the oldest entry going first; what a server varies (a date, a
-message) only misses."""
-DECODED_MAX = 512
-
-
 class _Answer:
     """What stream 1 answered: its header fields (headers and trailers together) and its body."""
 
@@ -144,9 +131,7 @@ class _Answer:
         self.headers: dict[bytes, bytes] = {}
         self.body = b""
         self.ended = False
-        self._decoder: hpack.Decoder | None = None
-        """Made on the first block not decoded before (it then decodes the rest of the connection's)."""
-        self._blocks: tuple[bytes, ...] = ()
+        self._blocks = headerblocks.HeaderBlocks()
         self._block = b""
         self._ends_with_block = False
 
@@ -167,7 +152,7 @@ class _Answer:
             if kind == h2frames.HEADERS:
                 self._ends_with_block = bool(flags & h2frames.END_STREAM)
             if flags & h2frames.END_HEADERS:
-                self.headers.update(self._fields(self._block))
+                self.headers.update(self._blocks.fields(self._block))
                 self._block = b""
                 self.ended = self.ended or self._ends_with_block
         elif kind == h2frames.DATA:
@@ -176,25 +161,6 @@ class _Answer:
                 raise ProtocolError(f"a HealthCheckResponse of more than {MAX_MESSAGE} bytes")
             self.ended = self.ended or bool(flags & h2frames.END_STREAM)
         return b""
-
-    def _fields(self, block: bytes) -> tuple[tuple[bytes, bytes], ...]:
-        blocks = self._blocks = (*self._blocks, block)
-        fields = _DECODED.get(blocks)
-        if fields is not None:
-            return fields
-        decoder = self._decoder
-        if decoder is None:
-            decoder = self._decoder = hpack.Decoder()
-            for earlier in blocks[:-1]:  # decoded before: rebuild the dynamic table they left
-                decoder.decode(earlier, raw=True)
-        try:
-            fields = tuple((bytes(k), bytes(v)) for k, v in decoder.decode(block, raw=True))
-        except hpack.HPACKError as e:
-            raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
-        if len(_DECODED) >= DECODED_MAX:
-            del _DECODED[next(iter(_DECODED))]
-        _DECODED[blocks] = fields
-        return fields
 
     def verdict(self) -> str:
         status = self.headers.get(b":status", b"")
