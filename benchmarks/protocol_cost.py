@@ -2,6 +2,7 @@
 
     python -m benchmarks.protocol_cost --kind grpc-tls [--targets 1000] [--rate 100] [--probes 2500]
                                        [--profile FILE]     # cProfile (CPU time) of the measured probes
+                                       [--iterations]       # also count event-loop iterations per probe
 
 A :class:`~route_monitor.probe.engine.ProbeEngine` with one URL monitor per target (``tcp``:
 ``PING``/``+PONG``; ``grpc-tls``: the health check over TLS; ``dns``: an A query) probes the test
@@ -70,12 +71,26 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
+def _count_selects(loop: asyncio.AbstractEventLoop, seen: dict[str, float]) -> None:
+    """Count the loop's iterations (each one polls its selector once; asyncio's own attribute)."""
+    selector = loop._selector  # type: ignore[attr-defined]
+    select = selector.select
+
+    def counted(timeout: float | None = None) -> Any:
+        seen["selects"] += 1
+        return select(timeout)
+
+    selector.select = counted
+
+
 async def run(kind: str, ports: list[int], targets: int, rate: float, probes: int,
-              profile: cProfile.Profile | None) -> dict[str, Any]:
+              profile: cProfile.Profile | None, iterations: bool = False) -> dict[str, Any]:
     scheme, probe = PROBES[kind]
     interval_ms = round(1000 * targets / rate)
     done = asyncio.Event()
-    seen: dict[str, float] = {"n": 0, "ok": 0}
+    seen: dict[str, float] = {"n": 0, "ok": 0, "selects": 0}
+    if iterations:
+        _count_selects(asyncio.get_running_loop(), seen)
     warm = max(200, targets // 5)
 
     def on_result(r: ProbeResult) -> None:
@@ -85,6 +100,7 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
         if seen["n"] == warm:
             seen["cpu0"] = time.process_time()
             seen["sys0"] = os.times().system
+            seen["selects0"] = seen["selects"]
             if profile is not None:
                 profile.enable()
         if seen["n"] == warm + probes:
@@ -92,6 +108,7 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
                 profile.disable()
             seen["cpu1"] = time.process_time()
             seen["sys1"] = os.times().system
+            seen["selects1"] = seen["selects"]
             done.set()
 
     engine = ProbeEngine(metrics=ProbeMetrics(CollectorRegistry()), on_result=on_result,
@@ -115,7 +132,9 @@ async def run(kind: str, ports: list[int], targets: int, rate: float, probes: in
     return {"kind": kind, "targets": targets, "rate": rate, "probes": probes, "ok_ratio": seen["ok"] / probes,
             "cpu_ms_per_probe": round(1000 * (seen["cpu1"] - seen["cpu0"]) / probes, 4),
             "system_ms_per_probe": round(1000 * (seen["sys1"] - seen["sys0"]) / probes, 4),
-            "rss_mb": round(rss, 2), "rss_in_use_mb": round(rss_in_use, 2)}
+            "rss_mb": round(rss, 2), "rss_in_use_mb": round(rss_in_use, 2),
+            **({"loop_iterations_per_probe": round((seen["selects1"] - seen["selects0"]) / probes, 2)}
+               if iterations else {})}
 
 
 def main() -> None:
@@ -125,6 +144,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="probes per second (default 100)")
     ap.add_argument("--probes", type=int, default=2500, help="probes measured after the warm-up")
     ap.add_argument("--profile", type=Path, help="write cProfile stats (CPU time) of the measured probes here")
+    ap.add_argument("--iterations", action="store_true", help="also count event-loop iterations per probe")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="protocol-cost-") as tmp:
         ca = trustme.CA()
@@ -139,7 +159,8 @@ def main() -> None:
             assert servers.stdout is not None and servers.stdin is not None
             ports = json.loads(servers.stdout.readline())
             profile = cProfile.Profile(time.process_time) if args.profile else None
-            print(json.dumps(asyncio.run(run(args.kind, ports, args.targets, args.rate, args.probes, profile))))
+            print(json.dumps(asyncio.run(run(args.kind, ports, args.targets, args.rate, args.probes, profile,
+                                              args.iterations))))
             if profile is not None:
                 profile.dump_stats(str(args.profile))
         finally:

@@ -3,8 +3,9 @@ judged as the kubelet's gRPC probe and ``grpc-health-probe`` judge it.
 
 The connection is :func:`~route_monitor.probe.net.connect.open_stream`'s (so DNS, connect and TLS
 fail as an HTTP probe's do); the HTTP/2 exchange is framed by hand (:mod:`h2frames`: one stream
-per probe, header blocks decoded by ``hpack``), no grpcio channel (its C core keeps threads,
-pools and a connection per channel: a channel per monitor would cost far more than a probe).
+per probe, header blocks decoded by ``hpack`` through :mod:`headerblocks`), no grpcio channel
+(its C core keeps threads, pools and a connection per channel: a channel per monitor would cost
+far more than a probe).
 
 - ``SERVING``: success;
 - ``NOT_SERVING``, ``UNKNOWN``, ``SERVICE_UNKNOWN``: ``grpc_not_serving``;
@@ -21,10 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import hpack
-
 from route_monitor import __version__
-from route_monitor.probe import h2frames
+from route_monitor.probe import h2frames, headerblocks
 from route_monitor.probe.net.connect import AnyStream
 from route_monitor.probe.reasons import ClosedWithoutResponse, ProbeFailure, ProtocolError
 from route_monitor.probe.result import FailureReason
@@ -101,9 +100,15 @@ def request_headers(authority: str, tls: bool, metadata: Sequence[tuple[bytes, b
             *((k.lower(), v) for k, v in metadata)]
 
 
-async def check(stream: AnyStream, headers: list[tuple[bytes, bytes]], message: bytes) -> str:
-    """One Health/Check on ``stream``; the detail of a success, else :class:`ProbeFailure`."""
-    await stream.write(h2frames.request(headers, message))
+def request_bytes(authority: str, tls: bool, metadata: Sequence[tuple[bytes, bytes]], message: bytes) -> bytes:
+    """Everything the client sends for one Health/Check (the same for every probe of a monitor)."""
+    return h2frames.request(request_headers(authority, tls, metadata), message)
+
+
+async def check(stream: AnyStream, request: bytes) -> str:
+    """One Health/Check on ``stream`` (``request``: :func:`request_bytes`); the detail of a
+    success, else :class:`ProbeFailure`."""
+    await stream.write(request)
     frames, answer = h2frames.Frames(), _Answer()
     received = False
     while not answer.ended:
@@ -126,7 +131,7 @@ class _Answer:
         self.headers: dict[bytes, bytes] = {}
         self.body = b""
         self.ended = False
-        self._decoder = hpack.Decoder()
+        self._blocks = headerblocks.HeaderBlocks()
         self._block = b""
         self._ends_with_block = False
 
@@ -147,11 +152,7 @@ class _Answer:
             if kind == h2frames.HEADERS:
                 self._ends_with_block = bool(flags & h2frames.END_STREAM)
             if flags & h2frames.END_HEADERS:
-                try:
-                    fields = self._decoder.decode(self._block, raw=True)
-                except hpack.HPACKError as e:
-                    raise ProtocolError(f"not an HTTP/2 answer: {str(e)[:200] or type(e).__name__}") from None
-                self.headers.update((bytes(k), bytes(v)) for k, v in fields)
+                self.headers.update(self._blocks.fields(self._block))
                 self._block = b""
                 self.ended = self.ended or self._ends_with_block
         elif kind == h2frames.DATA:

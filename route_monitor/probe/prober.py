@@ -117,7 +117,7 @@ class ProbeRequest:
             return cls(key, url, settings, Endpoint(urlsplit(url).scheme, host, port, b""), None, (), b"",
                        settings.request.server_name, ssl_context, credentials is not None and
                        bool(credentials.client_pem),
-                       other=OtherProtocol.of(settings.protocol, settings.request, credentials))
+                       other=OtherProtocol.of(settings.protocol, settings.request, credentials, host, port))
         regex = BodyRegex.of(settings.body_regex) if settings.body_regex is not None else None
         headers = tuple((k.encode("ascii"), v.encode("utf-8")) for k, v in settings.request.headers)
         req = cls(key, url, settings, endpoint, regex, headers,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from route_monitor.probe import dnsquery, grpc, tcp
+from route_monitor.probe import dnsquery, grpc, tcp, tcpdriven
 from route_monitor.probe.net.connect import Progress, open_stream
 from route_monitor.probe.reasons import ProbeFailure, ProtocolError, closed_after_handshake
 from route_monitor.probe.result import FailureReason
@@ -52,10 +52,13 @@ class OtherProtocol:
     """gRPC: the HealthCheckRequest, length-prefixed; DNS: the query (its id patched per probe)."""
     tls: bool = False
     """``settings.uses_tls``, read once."""
+    grpc_request: bytes = field(default=b"", repr=False)
+    """gRPC: everything the client sends (:func:`grpc.request_bytes`), made once."""
 
     @classmethod
-    def of(cls, p: ProtocolSettings, request: RequestOptions, credentials: Credentials | None) -> OtherProtocol:
-        """What a monitor whose protocol is ``p`` sends and matches."""
+    def of(cls, p: ProtocolSettings, request: RequestOptions, credentials: Credentials | None, host: str = "",
+           port: int = 0) -> OtherProtocol:
+        """What a monitor whose protocol is ``p`` sends to ``host:port`` and matches."""
         regexes: tuple[BodyRegex | None, ...] = ()
         if p.protocol is Protocol.TCP:
             regexes = tuple(BodyRegex.of(s.expect) if s.expect is not None else None for s in p.tcp.steps)
@@ -66,7 +69,11 @@ class OtherProtocol:
             metadata += ((b"authorization", credentials.authorization),)
         message = (grpc.request_message(p.grpc.service) if p.protocol is Protocol.GRPC
                    else dnsquery.query_wire(p.dns) if p.protocol is Protocol.DNS else b"")
-        return cls(p, regexes, metadata, message, p.uses_tls)
+        grpc_request = b""
+        if p.protocol is Protocol.GRPC and host:
+            authority = request.server_name or (f"[{host}]" if ":" in host else host)
+            grpc_request = grpc.request_bytes(f"{authority}:{port}", p.uses_tls, metadata, message)
+        return cls(p, regexes, metadata, message, p.uses_tls, grpc_request)
 
     async def run(self, host: str, port: int, server_name: str, tls: ssl.SSLContext | None,
                   progress: Progress) -> str:
@@ -80,20 +87,21 @@ class OtherProtocol:
             progress.mismatch = FailureReason.DNS_ANSWER_MISMATCH
             return await dnsquery.query(host, port, p.dns, self.regexes[0] if self.regexes else None, progress,
                                         self.message)
+        if p.protocol is Protocol.TCP:
+            progress.mismatch = FailureReason.EXPECT_MISMATCH
+            if tls is None:  # plain: driven by the socket's callbacks (one wake-up of the task)
+                return await tcpdriven.run(host, port, tcp.Steps(p.tcp.steps, self.regexes, progress), progress)
         stream = await open_stream(host, port, progress, tls=tls, server_hostname=server_name or None)
         try:
             if tls is not None:
                 progress.cert_not_after = not_after(stream.get_extra_info("ssl_object"))
             if p.protocol is Protocol.TCP:
-                progress.mismatch = FailureReason.EXPECT_MISMATCH
-                return await tcp.run_steps(stream, p.tcp.steps, self.regexes, progress)
+                return await tcp.run_steps(stream, tcp.Steps(p.tcp.steps, self.regexes, progress))
             if tls is not None and _alpn(stream) != "h2":
                 raise ProtocolError(f"the server did not agree to HTTP/2 over TLS (ALPN {_alpn(stream) or 'none'}): "
                                     "not a gRPC server, or one without TLS (grpc.tls: false)")
-            authority = server_name or (f"[{host}]" if ":" in host else host)
-            headers = grpc.request_headers(f"{authority}:{port}", tls is not None, self.metadata)
             try:
-                return await grpc.check(stream, headers, self.message)
+                return await grpc.check(stream, self.grpc_request)
             except Exception as e:
                 lost_alert = closed_after_handshake(e) if tls is not None else None
                 if lost_alert is None:

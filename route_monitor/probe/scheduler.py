@@ -31,6 +31,8 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from route_monitor.probe import ticks
+
 log = logging.getLogger(__name__)
 
 
@@ -79,9 +81,10 @@ def default_jitter(interval: float, rng: random.Random, max_seconds: float = 1.0
 
 class Ticker:
     """Calls ``run_once(tick)`` at every tick of ``schedule`` (see the module docstring) until
-    :meth:`stop`. While it waits it holds a timer, not a task: an idle monitor costs a timer
-    handle (~0.3 KiB) where a task with its suspended coroutine cost ~1.8 KiB; each run is a task
-    of its own (``task``), alive while it runs. ``run_once`` measures its own lag; an exception
+    :meth:`stop`. While it waits it holds a timer, not a task: an idle monitor costs an entry in
+    the loop's :mod:`ticks` (a loop timer handle, ~0.3 KiB, with another clock) where a task with
+    its suspended coroutine cost ~1.8 KiB; each run is a task of its own (``task``), alive while
+    it runs. ``run_once`` measures its own lag; an exception
     it lets out is logged and the next tick comes as usual."""
 
     __slots__ = (
@@ -89,11 +92,11 @@ class Ticker:
         "_loop",
         "_now",
         "_on_skip",
-        "_own_clock",
         "_run_once",
         "_schedule",
         "_stopped",
         "_tick",
+        "_ticks",
         "_timer",
         "task",
     )
@@ -104,11 +107,12 @@ class Ticker:
         self._schedule, self._run_once, self._on_skip = schedule, run_once, on_skip
         self._loop = asyncio.get_running_loop()
         self._now = clock or self._loop.time
-        self._own_clock = clock is None
         now = self._now()
         self._early = schedule.early_tick(now, first_within) if first_within is not None else None
         self._tick = self._early if self._early is not None else schedule.first_tick(now)
-        self._timer: asyncio.TimerHandle | None = None
+        self._ticks = ticks.of(self._loop) if clock is None else None
+        self._timer: asyncio.TimerHandle | ticks.Entry | None = None
+        """The armed tick: an entry of the loop's :mod:`ticks` (the loop's clock), else a loop timer."""
         self.task: asyncio.Task[None] | None = None
         """The run in progress, if any."""
         self._stopped = False
@@ -117,17 +121,20 @@ class Ticker:
     def stop(self) -> None:
         """No more runs; the one in progress is cancelled (it stops at its next await)."""
         self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        timer = self._timer
+        if isinstance(timer, list):
+            ticks.cancel(timer)
+        elif timer is not None:
+            timer.cancel()
+        self._timer = None
         if self.task is not None:
             self.task.cancel()
 
     def _arm(self) -> None:
         if self._stopped:
             return
-        if self._own_clock:  # the loop's clock: call_at runs a tick in the past at once, as call_later(0) would
-            self._timer = self._loop.call_at(self._tick, self._fire)
+        if self._ticks is not None:  # the loop's clock: a tick in the past runs at once, as call_later(0) would
+            self._timer = self._ticks.call_at(self._tick, self._fire)
         else:
             self._timer = self._loop.call_later(max(0.0, self._tick - self._now()), self._fire)
 

@@ -136,19 +136,33 @@ async def resolve(host: str) -> list[str]:
     return addresses
 
 
-async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
-    """A non-blocking TCP socket connected to ``address`` (an IP literal). ``loop.sock_connect``
-    would resolve the literal again and look the socket's family up through its enum properties
-    on every call; this waits for the socket to become writable and reads its error, no more.
-    ``nodelay`` for TLS: the handshake's last flight and the request are two writes."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+def new_socket(address: str, *, nodelay: bool = False) -> socket.socket:
+    """A non-blocking TCP socket for ``address`` (an IP literal). ``nodelay`` for TLS: the
+    handshake's last flight and the request are two writes."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
         if nodelay:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def connect_error(err: int, address: str, port: int) -> OSError:
+    """What a failed connect raises (as ``loop.sock_connect`` words it)."""
+    return OSError(err, f"Connect call failed {(address, port)}")
+
+
+async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
+    """A non-blocking TCP socket connected to ``address`` (an IP literal). ``loop.sock_connect``
+    would resolve the literal again and look the socket's family up through its enum properties
+    on every call; this waits for the socket to become writable and reads its error, no more."""
+    sock = new_socket(address, nodelay=nodelay)
+    try:
         err = sock.connect_ex((address, port))
-        if err in _IN_PROGRESS:
+        if err in IN_PROGRESS:
             loop = asyncio.get_running_loop()
             writable = loop.create_future()
             fd = sock.fileno()
@@ -159,19 +173,31 @@ async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
                 loop.remove_writer(fd)
             err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
-            raise OSError(err, f"Connect call failed {(address, port)}")
+            raise connect_error(err, address, port)
     except BaseException:
         sock.close()
         raise
     return sock
 
 
-_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR})
+IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR})
+"""What ``connect_ex`` of a non-blocking socket returns while the connection is under way."""
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+async def addresses_of(host: str, progress: Progress) -> list[str]:
+    """A probe's DNS phase (timed): ``host``'s addresses, an allowed IP literal as it is; then
+    the probe connects."""
+    progress.phase = Phase.DNS
+    progress.lap_started = time.perf_counter()
+    addresses = [host] if _is_ip(host) and not forbidden_host(host) else await resolve(host)
+    progress.lap(DNS)
+    progress.phase = Phase.CONNECT
+    return addresses
 
 
 async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
@@ -180,11 +206,7 @@ async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLC
 
     TCP connect and TLS are two steps (so a failure names its phase); TLS runs on the
     connected socket through :mod:`~route_monitor.probe.net.tlsstream`, not asyncio's SSL transport."""
-    progress.phase = Phase.DNS
-    progress.lap_started = time.perf_counter()
-    addresses = [host] if _is_ip(host) and not forbidden_host(host) else await resolve(host)
-    progress.lap(DNS)
-    progress.phase = Phase.CONNECT
+    addresses = await addresses_of(host, progress)
     last: OSError | None = None
     for address in addresses:
         try:

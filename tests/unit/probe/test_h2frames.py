@@ -2,7 +2,8 @@
 server) and reading what ``h2`` writes: the request's preface, settings, header fields (split
 into CONTINUATION frames when long) and message arrive intact; the server's frames are split
 the same whichever way the bytes arrive, padding and priority removed; what cannot be an
-HTTP/2 server (an HTTP/1.1 answer, an oversized frame) is a protocol error.
+HTTP/2 server (an HTTP/1.1 answer, an oversized frame) is a protocol error; a header block means
+what its connection's earlier blocks made of the dynamic table, whatever was decoded before.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import h2.config
 import h2.connection
 import h2.events
+import hpack
 import pytest
 
 from route_monitor.probe import grpc, h2frames
-from route_monitor.probe.reasons import ProtocolError
+from route_monitor.probe.reasons import ProbeFailure, ProtocolError
 
 SERVER = h2.config.H2Configuration(client_side=False, header_encoding=None)
 
@@ -79,3 +81,28 @@ def test_reset_and_goaway_before_the_end_are_protocol_errors() -> None:
         grpc._Answer().take(h2frames.RST_STREAM, 0, 1, (8).to_bytes(4, "big"))
     with pytest.raises(ProtocolError, match="GOAWAY, HTTP/2 error 2"):
         grpc._Answer().take(h2frames.GOAWAY, 0, 0, (1).to_bytes(4, "big") + (2).to_bytes(4, "big"))
+
+
+def _trailers_only_after_headers(message: bytes) -> tuple[bytes, bytes]:
+    """A server's headers and trailers on a fresh connection, the message indexed in its dynamic
+    table by the headers and only referred to by the trailers (``hpack``'s own encoder)."""
+    encoder = hpack.Encoder()
+    headers = encoder.encode([(b":status", b"200"), (b"grpc-message", message)])
+    return headers, encoder.encode([(b"grpc-status", b"5"), (b"grpc-message", message)])
+
+
+def _verdict(headers: bytes, trailers: bytes) -> str:
+    out = grpc._Answer()
+    out.take(h2frames.HEADERS, h2frames.END_HEADERS, 1, headers)
+    out.take(h2frames.HEADERS, h2frames.END_HEADERS | h2frames.END_STREAM, 1, trailers)
+    with pytest.raises(ProbeFailure) as failure:
+        out.verdict()
+    return failure.value.detail
+
+
+def test_header_blocks_decode_by_what_came_before_them_on_their_connection() -> None:
+    first, second = _trailers_only_after_headers(b"first"), _trailers_only_after_headers(b"second")
+    assert first[1] == second[1]  # the same trailer bytes, which mean what each connection's table holds
+    for _ in range(2):  # and again, once every block sequence was seen
+        assert _verdict(*first) == "gRPC status NOT_FOUND: first"
+        assert _verdict(*second) == "gRPC status NOT_FOUND: second"
