@@ -40,7 +40,9 @@ def string_literal(value: str) -> str:
 
 
 def selector(metric: str, matchers: tuple[tuple[str, str], ...]) -> str:
-    """``metric{a="x",b="y"}`` with equality matchers in the given order."""
+    """``metric{a="x",b="y"}`` with equality matchers in the given order (``metric`` without any)."""
+    if not matchers and metric:
+        return metric
     inner = ",".join(f"{k}={string_literal(v)}" for k, v in matchers)
     return f"{metric}{{{inner}}}"
 

@@ -1,0 +1,111 @@
+"""The SLI records of every monitor at once: rules whose cost does not grow with the monitor count.
+
+A recording rule costs Prometheus an evaluation, an index lookup per selector and a stored
+series, whatever it selects: one rule per monitor per window (what each monitor's groups used to
+hold) made the rules cost 4-7x the probing at thousands of monitors. Nothing in the error ratios,
+the tiles, the window sums or the bad-probe counts depends on a monitor's thresholds, so they are
+computed here once for every monitor (``sum by (namespace, monitor)``), under the same record
+names, and each monitor's own groups (``alert_rules.rules``) keep only what does depend on it:
+its alerts (thresholds, labels, annotations), its failing record (its probe interval), its
+latency SLI's raw parts (its threshold is its own histogram bucket), the objective as a series
+and its period ratio (its period).
+
+Three groups, once per Prometheus (the operator's own rules, ``route-monitor rules --operator``;
+the plain rule file ``route-monitor rules`` prints; ``route-monitor standalone``'s rule folder):
+
+``route-monitor-slis`` (the global evaluation interval)
+    The 5m and 1h error ratios from the raw counters and the failed probes counted within 1h
+    (the 1h/5m page's guard): the fast page's inputs, read by each monitor's fast group one
+    evaluation later at most.
+``route-monitor-slis/long-windows`` (``interval``: the tile)
+    The tiles (all probes, failed probes, failed probes counted) and the window sums over
+    them (30m to 3d), ratios and guard counts, for availability and for every monitor with a
+    latency SLI (whose own fast group records its fast and slow tiles). The tile sums are
+    subqueries stepped on tile boundaries (``promql.tiles_sum``): one tile per step whatever
+    the evaluation cadence, which a range over the recorded tiles cannot promise (``promtool
+    test rules`` evaluates every group at every step: a range would sum overlapping tiles).
+``route-monitor-slis/period`` (``interval``: twelve tiles, an hour by default)
+    The hourly tiles each monitor's period group sums over its own period.
+
+Each monitor's alerts read these records with ``last_over_time`` over two tiles
+(:func:`recent`): a group reading another group's record may run just before that group writes
+its sample, which then is one interval old, and at a 5-minute interval past the default
+lookback; the alerts would then see nothing for a whole evaluation.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from alert_rules import durations, names, promql, tiles
+from alert_rules.sli import SLI
+from alert_rules.windows import alert_windows, windows_of
+
+GROUP = "route-monitor-slis"
+LONG_GROUP = f"{GROUP}/long-windows"
+PERIOD_GROUP = f"{GROUP}/period"
+GROUPS = (GROUP, LONG_GROUP, PERIOD_GROUP)
+FAST_WINDOWS = ("5m", "1h")
+"""The 1h/5m page's windows: from the raw counters, every evaluation."""
+FAST_COUNT_WINDOW = "1h"
+TILED_COUNT_WINDOWS_MS = tuple(sorted({w.long_ms for w in alert_windows(30 * 86_400_000)} - {3_600_000}))
+"""The long windows of the tiled pairs (6h, 1d, 3d): their guards' counts, summed from tiles."""
+TILES_PER_HOUR_TILE = 12
+
+_AVAILABILITY = SLI("availability", "", "", Decimal(0), everyone=True)
+_LATENCY = SLI("latency", "", "", Decimal(0), everyone=True)
+
+
+def tiled_windows_ms() -> tuple[int, ...]:
+    """Every window summed from tiles: all of the workbook's windows but the 1h/5m page's."""
+    fast = {durations.parse_ms(w) for w in FAST_WINDOWS}
+    return tuple(ms for ms in windows_of(alert_windows(30 * 86_400_000)) if ms not in fast)
+
+
+def recent(record_sel: str, tile_ms: int) -> str:
+    """A shared record as another group reads it: its last sample within two tiles."""
+    return f"last_over_time({record_sel}[{durations.format_ms(2 * tile_ms)}])"
+
+
+def _record(record: str, expr: str) -> dict[str, Any]:
+    return {"record": record, "expr": expr}
+
+
+def _fast_group() -> dict[str, Any]:
+    a = _AVAILABILITY
+    rules = [_record(a.ratio_record(w), a.ratio_from_counters(w)) for w in FAST_WINDOWS]
+    rules.append(_record(a.count_record(FAST_COUNT_WINDOW), a.bad_count_from_counters(FAST_COUNT_WINDOW)))
+    return {"name": GROUP, "rules": rules}
+
+
+def _long_group(tile: str) -> dict[str, Any]:
+    a, lat = _AVAILABILITY, _LATENCY
+    all_tile = promql.by_monitor(promql.tile_increase(a.all_probes, tile))
+    rules = [_record(names.probes_increase_record(tile), all_tile),
+             _record(a.good_or_bad_tile_record(tile), a.tile_from_counters(tile)),
+             _record(a.count_record(tile), a.bad_count_from_counters(tile))]
+    for sli in (a, lat):
+        for ms in tiled_windows_ms():
+            w = durations.format_ms(ms)
+            rules.append(_record(sli.ratio_record(w), sli.ratio_from_tiles(w, tile)))
+        for ms in TILED_COUNT_WINDOWS_MS:
+            w = durations.format_ms(ms)
+            rules.append(_record(sli.count_record(w), sli.count_from_tiles(w, tile)))
+    return {"name": LONG_GROUP, "interval": tile, "rules": rules}
+
+
+def _period_group(tile: str, hour: str) -> dict[str, Any]:
+    """Hourly tiles summed from the tiles (see ``alert_rules.rules._period_group``)."""
+    a = _AVAILABILITY
+    rules = [_record(record(hour), promql.tiles_sum(a.record_sel(record(tile)), hour, tile))
+             for record in (names.probes_increase_record, names.errors_increase_record)]
+    return {"name": PERIOD_GROUP, "interval": hour, "rules": rules}
+
+
+def shared_rule_groups(tile_ms: int = tiles.DEFAULT_TILE_MS) -> list[dict[str, Any]]:
+    """The three shared groups for an installation whose tile is ``tile_ms``."""
+    tiles.check(tile_ms)
+    tile = durations.format_ms(tile_ms)
+    hour = durations.format_ms(TILES_PER_HOUR_TILE * tile_ms)
+    return [_fast_group(), _long_group(tile), _period_group(tile, hour)]
