@@ -2,6 +2,7 @@
 
 ``<namespace>_<monitor>.rules.yml`` in the rules folder (Kubernetes names contain no ``_``, so
 the name is unambiguous); point Prometheus at them with ``rule_files: [DIR/*.rules.yml]``.
+The groups every monitor shares (``alert_rules.shared``) are a fixed file of the folder.
 Files are replaced atomically and only when their content changes; files of monitors that went
 away are deleted, but only files this program generated (they start with the generated header).
 :class:`RuleFiles` renders a monitor's rules only when its SLO changed, so a reload of thousands
@@ -27,7 +28,7 @@ def file_name(slo: MonitorSLO) -> str:
 def default_render(slo: MonitorSLO) -> str:
     from alert_rules import prometheus_rule_file
 
-    return str(prometheus_rule_file([slo]))
+    return str(prometheus_rule_file([slo], shared=False))
 
 
 class RuleFiles:
@@ -37,7 +38,8 @@ class RuleFiles:
         self._render = render
         self._rendered: dict[MonitorSLO, str] = {}
         self.fixed = dict(fixed or {})
-        """File name -> text of rule files that do not belong to one monitor (the shared-path rules)."""
+        """File name -> text of rule files that do not belong to one monitor (the shared SLI records and
+        the shared-path rules)."""
 
     def sync(self, slos: Iterable[MonitorSLO]) -> tuple[list[Path], list[Path]]:
         """Make the folder hold exactly these monitors' files; returns (written, deleted)."""

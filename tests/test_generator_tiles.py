@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from alert_rules import findings, names, prometheus_rule_file, promtool_tests, readback, rule_groups, tiles
+from alert_rules.fixtures import eval_order
 from alert_rules.model import LatencyObjective, MonitorSLO, Objective
 from route_monitor.cli import build_parser, main
 from tests.support import promtool
@@ -150,7 +151,8 @@ def period_job(name: str, evaluation: str) -> Job:
     ok = [8 * i - failed[i] for i in range(600)]
     hourly = {"probes": 96, "probe_errors": 24}
     return Job(name, prometheus_rule_file([slo(3, "30s", "50")]), {
-        "rule_files": ["rules.yml"], "evaluation_interval": evaluation, "tests": [{
+        "rule_files": ["rules.yml"], "evaluation_interval": evaluation,
+        "group_eval_order": eval_order([slo(3, "30s", "50")]), "tests": [{
             "interval": "30s",
             "input_series": [
                 {"series": f'route_monitor_probes_total{{{sel},result="success"}}', "values": " ".join(map(str, ok))},
