@@ -208,6 +208,18 @@ def fast_increase_record(window: str) -> str:
     return f"{RECORD_LEVEL}:{PREFIX}probe_fast:increase{window}"
 
 
+def burning_record(sli_kind: str, long_window: str) -> str:
+    """1 while a monitor's SLI burns its budget over the window pair whose long window is
+    ``long_window`` (both ratios above the threshold, the guard met, no shared path down), else 0;
+    what each monitor's burn alert reads (``alert_rules.shared``)."""
+    metric = "probe_errors" if sli_kind == "availability" else "probe_slow"
+    return f"{RECORD_LEVEL}:{PREFIX}{metric}:burning{long_window}"
+
+
+PROBES_ABSENT_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probes:absent"
+"""1 for a monitor with no probe result (counted or excluded) within 5m and no shared path down:
+what each monitor's ``RouteMonitorProbesAbsent`` reads (``alert_rules.shared``)."""
+
 FAILING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing:bool"
 """Contract 11: 1 while the monitor is *failing* (its last two counted probes failed and at least
 half of its probes over ``max(2 x interval, 1m)`` did); a second series with ``reason="dns_error"``

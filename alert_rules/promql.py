@@ -147,15 +147,6 @@ def at_least(sel: str, count: int) -> str:
     return f"{sel} >= {count}"
 
 
-def no_results(ratio_sel: str, excluded_sel: str, window: str) -> str:
-    """The recorded ratio is 0/0 (NaN: counters there but not moving) or has no series
-    (counters gone), unless excluded probes (a maintenance window, a pause, warm-up) were
-    recorded within ``window``: those are probes too. A reset or a move to another pod keeps
-    probes counted, so neither trips it."""
-    excluded = f"{by_monitor(rate(excluded_sel, window))} > 0"
-    return f"(\n{ratio_sel} != {ratio_sel}\nor\nabsent({ratio_sel})\n)\nunless on ({BY_MONITOR})\n{excluded}"
-
-
 def expires_within(gauge_sel: str, seconds: int) -> str:
     """Seconds left until the earliest reported expiry, when below ``seconds`` (negative: expired)."""
     return f"min by ({BY_MONITOR}) ({gauge_sel}) - time() < {seconds}"

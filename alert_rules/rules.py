@@ -95,24 +95,19 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
 
 
 def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
-    """Both ratios above the threshold and the guard's count (the shared records, see
-    :mod:`alert_rules.shared`; a latency SLI's fast ones are its own, its 1h count inline), not
-    while a shared path of the monitor is down (``alert_rules.path_rules``)."""
-    threshold = w.threshold(sli.budget)
-    if is_fast(w):
-        def read(record: str) -> str:
-            return sli.record_sel(record)
-        count = (sli.record_sel(sli.count_record(w.long)) if sli.kind == "availability"
-                 else f"(\n{sli.bad_count_from_counters(w.long)}\n)")
-    else:
-        def read(record: str) -> str:
-            return shared.recent(sli.record_sel(record), slo.tile_ms)
-        count = read(sli.count_record(w.long))
-    return path_rules.unless_path_down(slo, promql.all_of(
-        promql.above(read(sli.ratio_record(w.long)), threshold),
-        promql.above(read(sli.ratio_record(w.short)), threshold),
-        promql.at_least(count, alerts.GUARD_MIN_BAD_PROBES),
-    ), w.short)
+    """The shared burning record of the pair (:func:`alert_rules.shared.burning`: both ratios above
+    the threshold, the guard met, not while a shared path of the monitor is down), read from another
+    group: the last sample within two tiles for a tiled pair. A latency SLI's 1h/5m page reads its
+    own ratios (its threshold is its own bucket), with the guard's count inline."""
+    if is_fast(w) and sli.kind != "availability":
+        threshold = w.threshold(sli.budget)
+        return path_rules.unless_path_down(slo, promql.all_of(
+            promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
+            promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
+            promql.at_least(f"(\n{sli.bad_count_from_counters(w.long)}\n)", alerts.GUARD_MIN_BAD_PROBES),
+        ), w.short)
+    record = sli.record_sel(names.burning_record(sli.kind, w.long))
+    return f"{record} == 1" if is_fast(w) else f"{shared.recent(record, slo.tile_ms)} == 1"
 
 
 def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
@@ -150,10 +145,8 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     rules.append(path_rules.failing_record(slo))
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
-    first = slis(slo)[0]
-    absent = alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m")))
-    absent["expr"] = path_rules.unless_path_down(slo, absent["expr"], alerts.ABSENT_AFTER)
-    rules.append(absent)
+    absent_sel = promql.selector(names.PROBES_ABSENT_RECORD, promql.monitor_matchers(slo.namespace, slo.name))
+    rules.append(alerts.probes_absent_alert(slo, absent_sel))
     return {"name": group_names(slo)[0], "rules": rules}
 
 

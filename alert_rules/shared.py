@@ -39,8 +39,9 @@ from decimal import Decimal
 from typing import Any
 
 from alert_rules import durations, names, promql, tiles
+from alert_rules.alerts import ABSENT_AFTER, GUARD_MIN_BAD_PROBES
 from alert_rules.sli import SLI
-from alert_rules.windows import alert_windows, windows_of
+from alert_rules.windows import WORKBOOK_WINDOWS, WindowRow, alert_windows, windows_of
 
 GROUP = "route-monitor-slis"
 LONG_GROUP = f"{GROUP}/long-windows"
@@ -52,6 +53,8 @@ FAST_COUNT_WINDOW = "1h"
 TILED_COUNT_WINDOWS_MS = tuple(sorted({w.long_ms for w in alert_windows(30 * 86_400_000)} - {3_600_000}))
 """The long windows of the tiled pairs (6h, 1d, 3d): their guards' counts, summed from tiles."""
 TILES_PER_HOUR_TILE = 12
+FAST_MAX_MS = 3_600_000
+"""Pairs whose long window is at most 1h (the 1h/5m page) read the raw counters' ratios."""
 
 _AVAILABILITY = SLI("availability", "", "", Decimal(0), everyone=True)
 _LATENCY = SLI("latency", "", "", Decimal(0), everyone=True)
@@ -72,10 +75,60 @@ def _record(record: str, expr: str) -> dict[str, Any]:
     return {"record": record, "expr": expr}
 
 
-def _fast_group() -> dict[str, Any]:
+def _constant(record: str, tile_ms: int) -> str:
+    """A monitor's objective or period, recorded by its own long-window group every tile."""
+    return f"last_over_time({record}[{durations.format_ms(2 * tile_ms)}])"
+
+
+def threshold(sli: SLI, row: WindowRow, tile_ms: int) -> str:
+    """Each monitor's burn threshold for ``row`` from its recorded objective and period:
+    ``budget share x period / long window x (1 - objective)``, as ``AlertWindow.threshold``."""
+    objective = names.SLO_OBJECTIVE_RECORD if sli.kind == "availability" else names.LATENCY_OBJECTIVE_RECORD
+    share = promql.number(row.budget_share)
+    period = f"{_constant(names.SLO_PERIOD_RECORD, tile_ms)} / {row.long_ms // 1000} * {share}"
+    return f"(1 - {_constant(objective, tile_ms)}) * {period}"
+
+
+def _held_back(expr: str, short: str) -> str:
+    """``expr`` without the monitors behind a shared path that is down (``alert_rules.path_rules``)."""
+    failing = promql.selector(names.FAILING_RECORD, ((names.LABEL_REASON, ""),))
+    return promql.unless_path_down(expr, names.MONITOR_PATH_INFO, names.PATH_DOWN_RECORD, failing, short)
+
+
+def burning(sli: SLI, row: WindowRow, tile_ms: int) -> str:
+    """1 where both ratios are above the monitor's threshold and the guard is met (at least two bad
+    probes counted within the long window), 0 elsewhere (and behind a shared path that is down):
+    always a sample, so that a reader in another group can take the last one (:func:`recent`)."""
+    long, short = durations.format_ms(row.long_ms), durations.format_ms(row.short_ms)
+    thr = threshold(sli, row, tile_ms)
+    on = f"on ({promql.BY_MONITOR})"
+    ratio_long = sli.record_sel(sli.ratio_record(long))
+    both = (f"(\n{ratio_long} > bool {on} ({thr})\n)\n* {on}\n"
+            f"(\n{sli.record_sel(sli.ratio_record(short))} > bool {on} ({thr})\n)\n* {on}\n"
+            f"({sli.record_sel(sli.count_record(long))} >= bool {GUARD_MIN_BAD_PROBES})")
+    return f"(\n{_held_back(both, short)}\n)\nor {on}\n0 * {ratio_long}"
+
+
+def probes_absent(tile_ms: int) -> str:
+    """1 for every monitor with rules (its recorded objective) whose 5m error ratio is 0/0 or gone,
+    unless excluded probes (a maintenance window, a pause, warm-up) were recorded within 5m, and
+    not behind a shared path that is down (``alert_rules.alerts.probes_absent_alert``)."""
+    a = _AVAILABILITY
+    ratio = a.record_sel(a.ratio_record("5m"))
+    excluded = f"{promql.by_monitor(promql.rate(names.PROBES_EXCLUDED_TOTAL, '5m'))} > 0"
+    on = f"on ({promql.BY_MONITOR})"
+    silent = (f"group by ({promql.BY_MONITOR}) (\n{_constant(names.SLO_OBJECTIVE_RECORD, tile_ms)}\n)\n"
+              f"unless {on}\n({ratio} == {ratio})\nunless {on}\n{excluded}")
+    return _held_back(silent, ABSENT_AFTER)
+
+
+def _fast_group(tile_ms: int) -> dict[str, Any]:
     a = _AVAILABILITY
     rules = [_record(a.ratio_record(w), a.ratio_from_counters(w)) for w in FAST_WINDOWS]
     rules.append(_record(a.count_record(FAST_COUNT_WINDOW), a.bad_count_from_counters(FAST_COUNT_WINDOW)))
+    rules += [_record(names.burning_record(a.kind, durations.format_ms(row.long_ms)), burning(a, row, tile_ms))
+              for row in WORKBOOK_WINDOWS if row.long_ms <= FAST_MAX_MS]
+    rules.append(_record(names.PROBES_ABSENT_RECORD, probes_absent(tile_ms)))
     return {"name": GROUP, "rules": rules}
 
 
@@ -92,6 +145,10 @@ def _long_group(tile: str) -> dict[str, Any]:
         for ms in TILED_COUNT_WINDOWS_MS:
             w = durations.format_ms(ms)
             rules.append(_record(sli.count_record(w), sli.count_from_tiles(w, tile)))
+    for sli in (a, lat):
+        rules += [_record(names.burning_record(sli.kind, durations.format_ms(row.long_ms)),
+                          burning(sli, row, durations.parse_ms(tile))) for row in WORKBOOK_WINDOWS
+                  if row.long_ms > FAST_MAX_MS]
     return {"name": LONG_GROUP, "interval": tile, "rules": rules}
 
 
@@ -108,4 +165,4 @@ def shared_rule_groups(tile_ms: int = tiles.DEFAULT_TILE_MS) -> list[dict[str, A
     tiles.check(tile_ms)
     tile = durations.format_ms(tile_ms)
     hour = durations.format_ms(TILES_PER_HOUR_TILE * tile_ms)
-    return [_fast_group(), _long_group(tile), _period_group(tile, hour)]
+    return [_fast_group(tile_ms), _long_group(tile), _period_group(tile, hour)]

@@ -87,10 +87,14 @@ def test_default_runbook_points_at_the_alerts_anchor() -> None:
 def test_burn_description_states_the_numbers() -> None:
     [page] = [r for r in alerts(slo()) if r["labels"].get("long") == "1h"]
     d = page["annotations"]["description"]
-    assert "More than 1.44% of the probes of shop/checkout failed over both the last 1h and the last 5m" in d
-    assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the error budget" in d
-    burn = page["expr"].split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
-    assert burn.splitlines()[-2].endswith(">= 2")  # the single-probe guard
+    assert "More than 1.44% of the probes of shop/checkout failed over the last 1h and 5m" in d
+    assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the budget" in d
+    assert page["expr"] == 'namespace_monitor:route_monitor_probe_errors:burning1h{namespace="shop",monitor="checkout"} == 1'
+    [burning] = [r["expr"] for r in shared_rule_groups()[0]["rules"]
+                 if r["record"] == names.burning_record("availability", "1h")]
+    burn = burning.split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
+    assert burn.splitlines()[-2].endswith(">= bool 2)")  # the single-probe guard
+    assert "/ 3600 * 0.02" in burn  # the threshold from the monitor's objective and period: 14.4 x budget
 
 
 def test_annotations_and_labels_are_literal_text_not_templates() -> None:
