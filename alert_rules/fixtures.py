@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from alert_rules import durations, names, promql, shared
+from alert_rules import durations, names, path_rules, promql, shared
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows, group_names, is_fast, rule_groups
 from alert_rules.scenarios import Sim, slow_burn_period
@@ -213,13 +213,14 @@ class _Fixture:
                 self.group("single slow probe fires nothing", one, [self.none(2 * _H, 2 * _H)])]
 
 
-def eval_order(slos: Sequence[MonitorSLO]) -> list[str]:
-    """Every group, in the order a step of ``promtool test rules`` evaluates them: each reader
-    after what it reads (the monitors' fast groups record the latency tiles the shared long-window
-    group sums). promtool evaluates every group at every step, in an unspecified order unless told."""
+def eval_order(slos: Sequence[MonitorSLO], *, paths: bool = False) -> list[str]:
+    """Every group, in the order a step of ``promtool test rules`` evaluates them: the monitors'
+    alerts after the shared records they read, the shared long-window group after the latency tiles
+    the monitors' fast groups record, and (``paths``) the shared-path group after the failing records
+    it counts. promtool evaluates every group at every step, in an unspecified order unless told."""
     names_of = [group_names(slo) for slo in slos]
-    return [shared.GROUP, *(n[0] for n in names_of), shared.LONG_GROUP, shared.PERIOD_GROUP,
-            *(n[1] for n in names_of), *(n[2] for n in names_of)]
+    return [shared.GROUP, *(n[0] for n in names_of), *([path_rules.GROUP] if paths else []), shared.LONG_GROUP,
+            shared.PERIOD_GROUP, *(n[1] for n in names_of), *(n[2] for n in names_of)]
 
 
 def promtool_tests(slo: MonitorSLO, rule_file: str) -> dict[str, Any]:

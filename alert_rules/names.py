@@ -293,6 +293,10 @@ SCRAPE_OBJECT_NAME: Final = "route-monitor-probes"
 """Per-namespace scrape mode (``--scrape-per-namespace``): the Service, Endpoints, EndpointSlice
 and ServiceMonitor the operator keeps in each namespace with monitors, for Prometheus stacks that
 enforce the scraping object's namespace (user-workload monitoring)."""
+SHARED_RULE_NAME: Final = "route-monitor.slis"
+"""Per-namespace scrape mode: the PrometheusRule holding the shared SLI groups (``alert_rules.shared``) in
+each namespace with monitors (a namespace-enforcing Prometheus scopes each rule to its namespace). No
+monitor's rule can take the name: theirs start with ``route-monitor-``."""
 SCRAPE_PARAM_NAMESPACE: Final = "namespace"
 """``/metrics?namespace=NS``: only that namespace's probe series."""
 LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"

@@ -42,16 +42,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
-from alert_rules.render import to_yaml, with_header
-from alert_rules.shared import shared_rule_groups
 from benchmarks import measure
+from route_monitor import rulefiles
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
-from route_monitor.rulefiles import RuleFiles
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
-SHARED_FILE = "route-monitor-shared.rules.yml"
 _BASELINE_WRITER = (
     "import sys; from pathlib import Path; from benchmarks.rules_cost import monitors; "
     "from route_monitor.rulefiles import write_rules; "
@@ -156,8 +153,7 @@ def write_rules(rules: Path, n: int, baseline: Path | None) -> None:
     """This checkout's rule folder for ``n`` monitors (the shared groups in a file of their own,
     as ``standalone`` writes them), or the one ``baseline``'s generator writes."""
     if baseline is None:
-        shared = {SHARED_FILE: with_header(to_yaml({"groups": shared_rule_groups()}))}
-        RuleFiles(rules, fixed=shared).sync([slo for slo, _ in monitors(n)])
+        rulefiles.write_rules(rules, [slo for slo, _ in monitors(n)])
         return
     subprocess.run([sys.executable, "-c", _BASELINE_WRITER, str(rules), str(n)], check=True, cwd=baseline,
                    env={**os.environ, "PYTHONPATH": str(baseline)})

@@ -240,7 +240,7 @@ def literal_annotation_job() -> Job:
 
 
 def without_guard(job: Job) -> Job:
-    rules = re.sub(r"\n\* on \(namespace, monitor\)\n\([^\n]*:count\w+ >= bool 2\)", "", job.rules)
+    rules = re.sub(r"\n *\* on \(namespace, monitor\)\n *\([^\n]*:count\w+ >= bool 2\)", "", job.rules)
     assert rules != job.rules
     return Job(job.name + "-WITHOUT-GUARD", rules, job.tests)
 
