@@ -8,16 +8,16 @@ guards' counts) is recorded once for every monitor by the shared groups
     The 1h/5m page (what pages on a hard outage, within about a minute of the budget math
     allowing it), ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the
     failing record of shared-path detection (its window follows the monitor's probe interval,
-    ``alert_rules.path_rules``), and with a latency SLO that SLI's own ratios and tiles (its
+    ``alert_rules.path_rules``), the objective and period as series (which the shared burn
+    conditions read, and dashboards), and with a latency SLO that SLI's own ratios and tiles (its
     threshold is its own bucket of the duration histogram).
 
 ``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``, the tile)
     The alerts on windows summed from tiles (6h/30m page, tickets), reading the shared records
     through ``last_over_time`` over two tiles (another group's 5-minute record may be one
-    interval old when read), ``RouteMonitorCertificateExpiry``, and the objective and period as
-    series (for dashboards). A test or demo stack may shorten the tile (``alert_rules.tiles``:
-    ``30s`` records and sums 30-second tiles every 30 seconds, with the same windows and
-    thresholds); record names carry the tile.
+    interval old when read) and ``RouteMonitorCertificateExpiry``. A test or demo stack may
+    shorten the tile (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30
+    seconds, with the same windows and thresholds); record names carry the tile.
 
 ``route-monitor/<namespace>/<name>/period`` (``interval: 1h``, twelve tiles)
     The availability over the whole SLO period and the error budget left, for dashboards
@@ -139,7 +139,7 @@ def _latency_parts(slo: MonitorSLO, sli: SLI, tile: str) -> list[dict[str, Any]]
 
 
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    rules = []
+    rules = _constants(slo)
     for sli in slis(slo)[1:]:
         rules += _latency_parts(slo, sli, tile_of(slo))
     rules.append(path_rules.failing_record(slo))
@@ -151,7 +151,9 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
 
 
 def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
-    """The objective and period as series, for dashboards (no alert reads them)."""
+    """The objective and period as series: the shared burn conditions' thresholds
+    (``alert_rules.shared.threshold``) and the dashboards read them. In the fast group, so that they
+    are there from the first evaluations of a new monitor's rules."""
     out = [_record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
            _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000))]
     if slo.objective.latency is not None:
@@ -162,7 +164,7 @@ def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     tile = tile_of(slo)
-    rules = _constants(slo)
+    rules = []
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile, windows) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))

@@ -76,7 +76,8 @@ def _record(record: str, expr: str) -> dict[str, Any]:
 
 
 def _constant(record: str, tile_ms: int) -> str:
-    """A monitor's objective or period, recorded by its own long-window group every tile."""
+    """A monitor's objective or period, recorded by its own fast group (read over two tiles: at least
+    one evaluation of that group whatever the offsets)."""
     return f"last_over_time({record}[{durations.format_ms(2 * tile_ms)}])"
 
 
