@@ -39,8 +39,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from alert_rules import prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import path_rule_groups
-from alert_rules.shared import shared_rule_groups
 from alert_rules.render import to_yaml, with_header
+from alert_rules.shared import shared_rule_groups
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
 from tests.support.net import wait_for
