@@ -130,7 +130,8 @@ def run_operator(args: argparse.Namespace, out: TextIO) -> int:
         folder = Path(args.tests)
         folder.mkdir(parents=True, exist_ok=True)
         rules = folder / "route-monitor-operator.rules.yml"
-        rules.write_text(with_header(to_yaml({"groups": groups})), encoding="utf-8")
+        tested = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]  # shared: per monitor
+        rules.write_text(with_header(to_yaml({"groups": tested})), encoding="utf-8")
         (folder / "route-monitor-operator.test.yml").write_text(
             with_header(to_yaml(operator_promtool_tests(settings, rules.name))), encoding="utf-8")
     if args.output:
