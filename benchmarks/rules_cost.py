@@ -138,7 +138,7 @@ def prometheus(workdir: Path, exporter_port: int, rules: Path | None, eval_inter
     proc, _ = measure.start([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
                              f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
                              "--storage.tsdb.retention.time=60d"], log_path=str(workdir / "prometheus.log"))
-    measure.wait_http(f"http://127.0.0.1:{port}/-/ready", timeout=120)
+    measure.wait_http(f"http://127.0.0.1:{port}/-/ready", timeout=900)  # loading thousands of rules, loaded machine
     return proc, port
 
 
