@@ -40,7 +40,9 @@ def string_literal(value: str) -> str:
 
 
 def selector(metric: str, matchers: tuple[tuple[str, str], ...]) -> str:
-    """``metric{a="x",b="y"}`` with equality matchers in the given order."""
+    """``metric{a="x",b="y"}`` with equality matchers in the given order (``metric`` without any)."""
+    if not matchers and metric:
+        return metric
     inner = ",".join(f"{k}={string_literal(v)}" for k, v in matchers)
     return f"{metric}{{{inner}}}"
 
@@ -143,15 +145,6 @@ def above(sel: str, threshold: Decimal) -> str:
 
 def at_least(sel: str, count: int) -> str:
     return f"{sel} >= {count}"
-
-
-def no_results(ratio_sel: str, excluded_sel: str, window: str) -> str:
-    """The recorded ratio is 0/0 (NaN: counters there but not moving) or has no series
-    (counters gone), unless excluded probes (a maintenance window, a pause, warm-up) were
-    recorded within ``window``: those are probes too. A reset or a move to another pod keeps
-    probes counted, so neither trips it."""
-    excluded = f"{by_monitor(rate(excluded_sel, window))} > 0"
-    return f"(\n{ratio_sel} != {ratio_sel}\nor\nabsent({ratio_sel})\n)\nunless on ({BY_MONITOR})\n{excluded}"
 
 
 def expires_within(gauge_sel: str, seconds: int) -> str:

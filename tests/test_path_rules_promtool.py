@@ -26,10 +26,12 @@ from typing import Any
 import pytest
 
 from alert_rules import names
+from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml
 from alert_rules.rules import rule_groups
+from alert_rules.shared import shared_rule_groups
 from tests.support import promtool
 
 pytestmark = pytest.mark.prometheus
@@ -96,7 +98,7 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
 
 def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: list[dict[str, Any]]) -> promtool.Job:
     slos = [MonitorSLO(NS, m, Objective(Decimal("99.9"))) for m in monitors]
-    groups = [g for slo in slos for g in rule_groups(slo)]
+    groups = [*shared_rule_groups(), *(g for slo in slos for g in rule_groups(slo))]
     groups += path_rule_groups(PathAlerting(min_monitors=3, min_ratio=Decimal("0.5"), hold="5m"))
     series = [s for m, (paths, outcomes) in monitors.items() for s in monitor_series(m, paths, outcomes)]
     alert_tests = [c for c in checks if "alertname" in c]
@@ -105,7 +107,8 @@ def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: lis
     if expr_tests:
         test["promql_expr_test"] = expr_tests
     return promtool.Job(name, to_yaml({"groups": groups}),
-                        {"rule_files": ["rules.yml"], "evaluation_interval": f"{STEP_S}s", "tests": [test]})
+                        {"rule_files": ["rules.yml"], "evaluation_interval": f"{STEP_S}s",
+                         "group_eval_order": eval_order(slos, paths=True), "tests": [test]})
 
 
 def silent(alert: str, *minutes: float) -> list[dict[str, Any]]:

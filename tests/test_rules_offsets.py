@@ -105,10 +105,10 @@ def dashboard_reads() -> dict[str, str]:
 
 
 def offsets(prom: Prometheus, suffix: str, interval_s: int) -> list[float]:
-    """Each group's last evaluation, as seconds past its interval's boundary."""
+    """Each monitor's group's last evaluation, as seconds past its interval's boundary."""
     out = []
     for g in prom.api("rules")["groups"]:
-        if g["name"].endswith(suffix) and g["lastEvaluation"][:4] != "0001":
+        if g["name"].startswith("route-monitor/") and g["name"].endswith(suffix) and g["lastEvaluation"][:4] != "0001":
             t = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", g["lastEvaluation"]).replace("Z", "+00:00"))
             out.append(t.timestamp() % interval_s)
     return out

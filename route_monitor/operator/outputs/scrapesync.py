@@ -36,7 +36,7 @@ from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
 from route_monitor.kube.apply import Kind, Outcome, apply
-from route_monitor.kube.writer import KubeWriter
+from route_monitor.kube.writer import KubeWriter, PrometheusRule
 from route_monitor.operator.outputs import scrapes
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
@@ -54,13 +54,18 @@ def slice_resource(version: str) -> Any:
 
 def _plural(kind: str) -> str:
     return {"Service": "services", "Endpoints": "endpoints", "EndpointSlice": "endpointslices",
-            "ServiceMonitor": "servicemonitors"}[kind]
+            "ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}[kind]
+
+
+def _name(kind: str) -> str:
+    return names.SHARED_RULE_NAME if kind == "PrometheusRule" else names.SCRAPE_OBJECT_NAME
 
 
 class ScrapeObjects:
     def __init__(self, client: AsyncClient, kube: KubeWriter, *, operator_namespace: str, metrics_service: str,
-                 namespaces: tuple[str, ...] = ()) -> None:
+                 namespaces: tuple[str, ...] = (), rule_labels: Mapping[str, str] | None = None) -> None:
         self._client = client
+        self._rule_labels = dict(rule_labels or {})
         self._kube = kube
         self._operator_namespace = operator_namespace
         self._metrics_service = metrics_service
@@ -75,7 +80,8 @@ class ScrapeObjects:
     def _res(self, kind: str) -> Any:
         if kind == "EndpointSlice":
             return slice_resource(self.slice_version or SLICE_VERSIONS[0])
-        return {"Service": Service, "Endpoints": Endpoints, "ServiceMonitor": ServiceMonitor}[kind]
+        return {"Service": Service, "Endpoints": Endpoints, "ServiceMonitor": ServiceMonitor,
+                "PrometheusRule": PrometheusRule}[kind]
 
     async def start(self) -> None:
         """Detect the EndpointSlice version served here; find the namespaces holding our objects."""
@@ -100,14 +106,15 @@ class ScrapeObjects:
             raise RuntimeError("this cluster serves no EndpointSlice API (discovery.k8s.io v1 or v1beta1)")
 
     async def refresh_present(self) -> None:
-        """Which namespaces hold our ServiceMonitor (another replica may have written them)."""
+        """Which namespaces hold our ServiceMonitor or shared rule (another replica may have written them)."""
         selector: dict[str, Any] = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
         present: set[str] = set()
         for ns in self._namespaces or (ALL_NS,):
-            async for sm in self._client.list(ServiceMonitor, namespace=ns, labels=selector):
-                meta = sm.to_dict()["metadata"]  # type: ignore[no-untyped-call]
-                if meta["name"] == names.SCRAPE_OBJECT_NAME:
-                    present.add(str(meta["namespace"]))
+            for kind in ("ServiceMonitor", "PrometheusRule"):
+                async for obj in self._client.list(self._res(kind), namespace=ns, labels=selector):
+                    meta = obj.to_dict()["metadata"]
+                    if meta["name"] == _name(kind):
+                        present.add(str(meta["namespace"]))
         self.present = present
 
     async def operator_endpoints(self) -> scrapes.OperatorEndpoints | None:
@@ -119,7 +126,8 @@ class ScrapeObjects:
     async def ensure(self, namespace: str, endpoints: scrapes.OperatorEndpoints) -> None:
         assert self.slice_version is not None, "start() first"
         self.present.add(namespace)  # (removal deletes only what is ours)
-        for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version):
+        for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version,
+                                   rule_labels=self._rule_labels):
             try:
                 written = await self._write(namespace, obj)
             except Exception as e:
@@ -165,7 +173,7 @@ class ScrapeObjects:
 
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
-        kind, name = str(obj["kind"]), names.SCRAPE_OBJECT_NAME
+        kind, name = str(obj["kind"]), _name(str(obj["kind"]))
         key, desired = (namespace, kind), json.dumps(obj, sort_keys=True)
         known = self._known.get(key)
         if known is not None and known[2] == desired:
@@ -192,18 +200,17 @@ class ScrapeObjects:
 
     async def remove(self, namespace: str) -> None:
         """Delete our scrape objects in ``namespace`` (no monitors left there); never a foreign one."""
-        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service"):
+        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service", "PrometheusRule"):
             self._known.pop((namespace, kind), None)
             res = self._res(kind)
             try:
-                existing = (await self._client.get(res, names.SCRAPE_OBJECT_NAME, namespace=namespace)).to_dict()
+                existing = (await self._client.get(res, _name(kind), namespace=namespace)).to_dict()
             except Exception as e:
                 if status_code(e) == 404:
                     continue
                 raise
             if ownership.is_ours(existing):
-                await self._kube.delete_at_uid(res, _plural(kind), namespace, names.SCRAPE_OBJECT_NAME,
-                                               ownership.uid_of(existing))
+                await self._kube.delete_at_uid(res, _plural(kind), namespace, _name(kind), ownership.uid_of(existing))
         self.present.discard(namespace)
 
 
@@ -270,6 +277,7 @@ def for_supervisor(client: AsyncClient, kube: KubeWriter, settings: OperatorSett
     """The loop for the operator: namespaces of the supervisor's monitors, owned by the owner of
     ``(namespace, "")`` among the live replicas."""
     objects = ScrapeObjects(client, kube, operator_namespace=settings.lease_namespace,
-                            metrics_service=settings.metrics_service, namespaces=settings.namespaces)
+                            metrics_service=settings.metrics_service, namespaces=settings.namespaces,
+                            rule_labels=dict(settings.rules.object_labels))
     return ScrapeTargets(objects, monitored=lambda: {ns for ns, _ in supervisor.world.monitors},
                          owns=lambda ns: supervisor.shard.owns((ns, "")))
