@@ -74,10 +74,12 @@ def without_exprs(groups: list[dict[str, Any]]) -> list[Any]:
 def test_short_tile_rules_read_only_what_they_record(tile: str, hour: str) -> None:
     short, default = rule_groups(slo(tile=tile)), rule_groups(slo(tile="5m"))
     shared = shared_rule_groups(tiles.parse(tile))
+    shared += rule_groups(replace(slo(tile=tile), name="web-3", vantages=3, quorum=2))  # the quorum marker
     fast, long, period = short
     # the 1h/5m page and absence alert read the shared raw-counter records; only the latency tiles differ
     assert [r for r in fast["rules"] if "alert" in r] == [r for r in default[0]["rules"] if "alert" in r]
     assert long["interval"] == shared[1]["interval"] == tile and period["interval"] == shared[2]["interval"] == hour
+    assert shared[4]["interval"] == tile and shared[5]["interval"] == hour
     assert default[2]["interval"] == "1h"  # twelve tiles: 1h at the default tile
     assert without_exprs(short) == without_exprs(default)  # same alerts, labels, annotations
     assert {r["for"] for r in long["rules"] if r.get("alert") == names.ALERT_ERROR_BUDGET_BURN} == {tile}
