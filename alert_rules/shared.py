@@ -82,7 +82,10 @@ def _record(record: str, expr: str) -> dict[str, Any]:
 
 def _one_vantage(expr: str) -> str:
     """``expr`` without the monitors of several vantages (those carrying the quorum marker), whose
-    own rules record it under the quorum (``alert_rules.quorum``): one rule per series."""
+    own rules record it under the quorum (``alert_rules.quorum``): one rule per series. Groups run at
+    their own offsets, so when a monitor gains or loses vantages one evaluation of this group may
+    still read the marker's previous state: the series may then hold one sample of this rule (every
+    location's ratio) among the quorum rule's, and from the next evaluation on one rule's alone."""
     return promql.unless(expr, names.QUORUM_RECORD)
 
 
