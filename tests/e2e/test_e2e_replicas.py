@@ -41,6 +41,7 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
+from alert_rules.shared import shared_rule_groups
 from route_monitor.cli.demo_targets import healthy
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
@@ -114,11 +115,14 @@ def exported(op: Operator) -> set[str]:
 
 
 def load_rules(kube: Client, prom: Prometheus) -> None:
-    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them)."""
+    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them), with
+    the shared groups of route-monitor's own rules."""
     for monitor in MONITORS:
         rule = get(kube, PrometheusRule, names.prometheus_rule_name(monitor), NS)
         assert rule is not None, monitor
         (prom.rules_dir / f"{monitor}.yml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    # and the shared groups every monitor's alerts read (in route-monitor's own PrometheusRule)
+    (prom.rules_dir / "shared.yml").write_text(yaml.safe_dump({"groups": shared_rule_groups()}))
     prom.reload()
 
 

@@ -4,9 +4,11 @@ Reads RouteMonitors and annotated Routes/HTTPRoutes/Ingresses/Services, prints t
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
 ``--tile 30s`` shortens the long windows' tiles (test and demo stacks, ``alert_rules.tiles``).
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
-document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
-route-monitor's own alerts and the shared-path rules (``--shared-path-*``) instead
-(``deploy/base/operator-rules.yaml`` is that output).
+document exercising it (``promtool test rules DIR/*.test.yml``). The plain rule file starts
+with the SLI records every monitor shares (``alert_rules.shared``); the PrometheusRule objects
+are the monitors' own, as the operator writes them. ``--operator`` prints route-monitor's own
+alerts, the shared SLI records and the shared-path rules (``--shared-path-*``) instead
+(``deploy/base/operator-rules.yaml`` is that output: the PrometheusRules need it).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command (exit 1) and nothing is written. No
@@ -28,6 +30,7 @@ from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_ru
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
+from alert_rules.shared import shared_rule_groups
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor.cli import cliargs
 from route_monitor.files import fileplan, manifests
@@ -117,7 +120,7 @@ def run_operator(args: argparse.Namespace, out: TextIO) -> int:
     """``rules --operator``: route-monitor's own alerts and the shared-path rules (one group each,
     for the whole installation), with promtool fixtures under ``--tests``."""
     settings = OperatorAlerting(job=args.job, runbook_base=args.runbook_base_url or RuleDefaults.runbook_base)
-    groups = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]
+    groups = [*operator_rule_groups(settings), *shared_rule_groups(), *path_rule_groups(path_settings(args))]
     if args.format == "prometheus":
         text = with_header(to_yaml({"groups": groups}))
     else:
@@ -128,7 +131,8 @@ def run_operator(args: argparse.Namespace, out: TextIO) -> int:
         folder = Path(args.tests)
         folder.mkdir(parents=True, exist_ok=True)
         rules = folder / "route-monitor-operator.rules.yml"
-        rules.write_text(with_header(to_yaml({"groups": groups})), encoding="utf-8")
+        tested = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]  # shared: per monitor
+        rules.write_text(with_header(to_yaml({"groups": tested})), encoding="utf-8")
         (folder / "route-monitor-operator.test.yml").write_text(
             with_header(to_yaml(operator_promtool_tests(settings, rules.name))), encoding="utf-8")
     if args.output:

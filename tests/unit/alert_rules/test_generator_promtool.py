@@ -32,7 +32,9 @@ from pathlib import Path
 import pytest
 
 from alert_rules import prometheus_rule_file, promtool_tests
+from alert_rules.fixtures import eval_order
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
+from alert_rules.timeline import Timeline, steps
 from tests.support import promtool
 from tests.support.promtool import Job
 
@@ -119,7 +121,7 @@ def firing_at(at: str, **labels: str) -> dict:
 
 def job(name: str, slo: MonitorSLO, interval: str, input_series: list[dict], checks: list[dict]) -> Job:
     return Job(name, prometheus_rule_file([slo]), {
-        "rule_files": ["rules.yml"], "evaluation_interval": "1m",
+        "rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order([slo]),
         "tests": [{"interval": interval, "input_series": input_series, "promql_expr_test": checks}]})
 
 
@@ -238,7 +240,7 @@ def literal_annotation_job() -> Job:
 
 
 def without_guard(job: Job) -> Job:
-    rules = re.sub(r"\n *and\n *\(\n.*?\n *\) >= 2", "", job.rules, flags=re.S)
+    rules = re.sub(r"\n *\* on \(namespace, monitor\)\n *\([^\n]*:count\w+ >= bool 2\)", "", job.rules)
     assert rules != job.rules
     return Job(job.name + "-WITHOUT-GUARD", rules, job.tests)
 
@@ -301,6 +303,43 @@ def fixture_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promt
     return promtool.run_many(jobs, tmp_path_factory.mktemp("fixtures"))
 
 
+def monitors_come_and_go_job() -> Job:
+    """The hard-outage fixture of one monitor, while another monitor appears (its series start an
+    hour in, with a latency SLO and one slow probe) and a third goes away (its series vanish 45
+    minutes in): the burning monitor pages and resolves exactly as alone (the fixture's own
+    checks), the new one is recorded as soon as it is scraped, the gone one's ratio ends."""
+    burning, added, gone = monitor("99.9", 30), monitor("99.5", 30, name="new", latency=(500, "99")), \
+        monitor("99", 30, name="gone")
+    doc = promtool_tests(burning, "rules.yml")
+    [outage] = [g for g in doc["tests"] if g["name"] == "hard outage pages, then resolves"]
+    n = 165 * 2  # the fixture's 30m + 90m + 45m at 30s
+    others = [Timeline("shop", "new", tuple(steps("gone", 120) + steps("ok", 60) + steps("slow", 1)
+                                            + steps("ok", n - 181)), "0.5"),
+              Timeline("shop", "gone", tuple(steps("ok", 90) + steps("gone", n - 90)))]
+    ratio = "namespace_monitor:route_monitor_probe_errors:ratio_rate5m"
+    slow = "namespace_monitor:route_monitor_probe_slow:ratio_rate30m"
+    checks = [
+        {"expr": f'{ratio}{{monitor="new"}}', "eval_time": "59m", "exp_samples": []},
+        {"expr": f'{ratio}{{monitor="new"}}', "eval_time": "65m",
+         "exp_samples": [{"labels": f'{ratio}{{namespace="shop",monitor="new"}}', "value": 0}]},
+        {"expr": f'last_over_time({slow}{{monitor="new"}}[10m]) > bool 0', "eval_time": "100m",
+         "exp_samples": [{"labels": '{namespace="shop",monitor="new"}', "value": 1}]},
+        {"expr": f'{ratio}{{monitor="gone"}}', "eval_time": "44m",
+         "exp_samples": [{"labels": f'{ratio}{{namespace="shop",monitor="gone"}}', "value": 0}]},
+        {"expr": f'{ratio}{{monitor="gone"}}', "eval_time": "52m", "exp_samples": []},
+    ]
+    group = {**outage, "name": "monitors come and go while one burns",
+             "input_series": outage["input_series"] + [s for tl in others for s in tl.input_series()],
+             "promql_expr_test": outage["promql_expr_test"] + checks}
+    return Job("monitors-come-and-go-while-one-burns", prometheus_rule_file([burning, added, gone]), {
+        **doc, "group_eval_order": eval_order([burning, added, gone]), "tests": [group]})
+
+
+def test_monitors_come_and_go_while_one_burns(tmp_path: Path) -> None:
+    [result] = promtool.run_many([monitors_come_and_go_job()], tmp_path).values()
+    assert result.ok, result.output
+
+
 @pytest.mark.parametrize("name", list(FIXTURE_MONITORS))
 def test_generated_promtool_fixtures_pass(fixture_results: dict[str, promtool.Result], name: str) -> None:
     result = fixture_results[name]
@@ -331,7 +370,8 @@ def test_period_error_ratio_and_budget_are_exact_from_hourly_tiles(tmp_path: Pat
     restart = 150  # minutes: the counters start again from 0 (a prober restart)
     ok = f"0+15x{restart - 1} 0+15x{300 - restart}"
     bad = f"0+5x{restart - 1} 0+5x{300 - restart}"
-    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order([slo]),
+             "tests": [{
         "interval": "1m",
         "input_series": [
             {"series": f'route_monitor_probes_total{{{sel},result="success",instance="a"}}', "values": ok},
