@@ -23,6 +23,9 @@ GUARD_MIN_BAD_PROBES = 2
 ABSENT_AFTER = "10m"
 ABSENT_FOR = "5m"
 """The 5m window is empty 5 minutes after the last probe; ``for: 5m`` makes it 10 minutes."""
+RULES_INCOMPLETE_FOR = "10m"
+"""The shared records appear within one evaluation of a monitor's first probe series; 10 minutes
+leave a loading Prometheus (or a rule file written just after the monitor) time to catch up."""
 CERT_EXPIRY_WARNING_DAYS = 14
 RESERVED_LABELS = frozenset({"alertname", names.LABEL_SEVERITY, names.LABEL_LONG, names.LABEL_SHORT,
                              names.LABEL_NAMESPACE, names.LABEL_MONITOR})
@@ -124,6 +127,22 @@ def probes_absent_alert(slo: MonitorSLO, absent_sel: str) -> dict[str, Any]:
             slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
             f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "
             "route-monitor runs, that Prometheus scrapes it, and the RouteMonitor's conditions."),
+    }
+
+
+def rules_incomplete_alert(slo: MonitorSLO, probes_sel: str, shared_sel: str) -> dict[str, Any]:
+    """Probe series but no shared record (``shared_sel``, written only by the shared groups) for 10
+    minutes: the Prometheus evaluating this monitor's rules does not load the shared groups, so its
+    burn alerts and ``RouteMonitorProbesAbsent`` could never fire. Said instead of staying silent."""
+    return {
+        "alert": names.ALERT_RULES_INCOMPLETE,
+        "expr": f"group by ({promql.BY_MONITOR}) ({probes_sel})\nunless on ({promql.BY_MONITOR})\n{shared_sel}",
+        "for": RULES_INCOMPLETE_FOR,
+        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
+        "annotations": _annotations(
+            slo, names.ALERT_RULES_INCOMPLETE, f"{_who(slo)}: its SLO alerts cannot fire",
+            f"Probes of {_who(slo)} are recorded but not the shared SLI records its alerts read: load "
+            "route-monitor's shared rules (route-monitor-slis groups) in this Prometheus."),
     }
 
 

@@ -119,6 +119,9 @@ ALERT_ERROR_BUDGET_BURN: Final = "RouteMonitorErrorBudgetBurn"
 ALERT_LATENCY_BUDGET_BURN: Final = "RouteMonitorLatencyBudgetBurn"
 ALERT_PROBES_ABSENT: Final = "RouteMonitorProbesAbsent"
 ALERT_CERTIFICATE_EXPIRY: Final = "RouteMonitorCertificateExpiry"
+ALERT_RULES_INCOMPLETE: Final = "RouteMonitorRulesIncomplete"
+"""A monitor has probe series but the shared records its alerts read are missing (the Prometheus
+evaluating its rules does not load the shared groups, ``alert_rules.shared``)."""
 
 LABEL_SEVERITY: Final = "severity"
 LABEL_LONG: Final = "long"

@@ -156,7 +156,16 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
     absent_sel = promql.selector(names.PROBES_ABSENT_RECORD, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.probes_absent_alert(slo, absent_sel))
+    rules.append(_rules_incomplete(slo))
     return {"name": group_names(slo)[0], "rules": rules}
+
+
+def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:
+    """The check that the shared groups run for this monitor: their 1h bad-probe count is written
+    for every monitor with a probe counter (of one vantage or several), and by them alone."""
+    matchers = promql.monitor_matchers(slo.namespace, slo.name)
+    shared_sel = promql.selector(names.error_count_record(shared.FAST_COUNT_WINDOW), matchers)
+    return alerts.rules_incomplete_alert(slo, promql.selector(names.PROBES_TOTAL, matchers), shared_sel)
 
 
 def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:

@@ -7,8 +7,10 @@ Prometheus rule file for all monitors, or one ``PrometheusRule`` object per moni
 document exercising it (``promtool test rules DIR/*.test.yml``). The plain rule file starts
 with the SLI records every monitor shares (``alert_rules.shared``); the PrometheusRule objects
 are the monitors' own, as the operator writes them. ``--operator`` prints route-monitor's own
-alerts, the shared SLI records and the shared-path rules (``--shared-path-*``) instead
-(``deploy/base/operator-rules.yaml`` is that output: the PrometheusRules need it).
+alerts, the shared SLI records (at ``--tile``) and the shared-path rules (``--shared-path-*``)
+instead: for a Prometheus without prometheus-operator, or standalone users. ``--no-shared-slis``
+leaves the shared SLI records out: the operator writes them itself as a PrometheusRule
+(``deploy/base/operator-rules.yaml`` is ``--format prometheusrule --no-shared-slis``).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command (exit 1) and nothing is written. No
@@ -48,6 +50,9 @@ def add_arguments(ru: argparse.ArgumentParser) -> None:
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
                     help="plain Prometheus rule groups (default) or PrometheusRule objects")
+    ru.add_argument("--no-shared-slis", action="store_true",
+                    help="with --operator: leave out the shared SLI groups (route-monitor-slis), which the "
+                         "operator writes itself where prometheus-operator runs")
     ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")
     ru.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
@@ -117,10 +122,12 @@ def path_settings(args: argparse.Namespace) -> PathAlerting:
 
 
 def run_operator(args: argparse.Namespace, out: TextIO) -> int:
-    """``rules --operator``: route-monitor's own alerts and the shared-path rules (one group each,
-    for the whole installation), with promtool fixtures under ``--tests``."""
+    """``rules --operator``: route-monitor's own alerts, the shared SLI groups (unless
+    ``--no-shared-slis``) and the shared-path rules (for the whole installation), with promtool
+    fixtures under ``--tests``."""
     settings = OperatorAlerting(job=args.job, runbook_base=args.runbook_base_url or RuleDefaults.runbook_base)
-    groups = [*operator_rule_groups(settings), *shared_rule_groups(), *path_rule_groups(path_settings(args))]
+    shared = [] if args.no_shared_slis else shared_rule_groups(args.tile)
+    groups = [*operator_rule_groups(settings), *shared, *path_rule_groups(path_settings(args))]
     if args.format == "prometheus":
         text = with_header(to_yaml({"groups": groups}))
     else:

@@ -23,7 +23,6 @@ writes only for what changed.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,11 +30,12 @@ from typing import Any
 from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
-from route_monitor.kube.apply import Kind, Outcome, apply
+from route_monitor.kube.apply import Kind, Outcome
 from route_monitor.kube.resources import ENDPOINTS, PROMETHEUS_RULE, SERVICE, SERVICE_MONITOR, Resource, endpoint_slice
 from route_monitor.kube.rest import Rest
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.outputs import scrapes
+from route_monitor.operator.outputs.kept import KeptObjects
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.waits import wait_event
@@ -68,8 +68,8 @@ class ScrapeObjects:
         self._metrics_service = metrics_service
         self._namespaces = namespaces
         self.slice_version: str | None = None
-        self._known: dict[tuple[str, str], tuple[str, str, str]] = {}
-        """(namespace, kind) -> (uid, resourceVersion, desired as written): unchanged means no request."""
+        self._kept = KeptObjects(scrapes.up_to_date)
+        """(namespace, kind) -> what was last written there."""
         self.present: set[str] = set()
         """Namespaces holding our scrape objects."""
         self._reported: set[tuple[str, str]] = set()
@@ -170,34 +170,20 @@ class ScrapeObjects:
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
         kind, name = str(obj["kind"]), _name(str(obj["kind"]))
-        key, desired = (namespace, kind), json.dumps(obj, sort_keys=True)
-        known = self._known.get(key)
-        if known is not None and known[2] == desired:
+        done = await self._kept.write((namespace, kind), obj, self._kind(self._res(kind)))
+        if done.outcome is not Outcome.FOREIGN:
             return True
-        done = await apply(self._kind(self._res(kind)), obj, pinned=None if known is None else known[:2],
-                           same=scrapes.up_to_date)
-        if done.outcome is Outcome.FOREIGN:
-            if key not in self._reported:
-                self._reported.add(key)
-                log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; this "
-                            "namespace's probe series are not scraped per namespace until it is renamed or "
-                            "removed", kind, namespace, name)
-            return False
-        if done.stored is None:  # changed, replaced or removed meanwhile: read it again next pass
-            self._known.pop(key, None)
-            return True
-        if known is None and done.outcome is not Outcome.CREATED:  # ours again at that name
-            self._reported.discard(key)
-        self._record(key, done.stored, desired)
-        return True
-
-    def _record(self, key: tuple[str, str], stored: Mapping[str, Any], desired: str) -> None:
-        self._known[key] = (ownership.uid_of(stored), ownership.version_of(stored), desired)
+        if done.first_report:
+            what = ("the monitors' alerts here read no shared SLI records" if kind == "PrometheusRule"
+                    else "this namespace's probe series are not scraped per namespace")
+            log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; %s until it is "
+                        "renamed or removed", kind, namespace, name, what)
+        return False
 
     async def remove(self, namespace: str) -> None:
         """Delete our scrape objects in ``namespace`` (no monitors left there); never a foreign one."""
         for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service", "PrometheusRule"):
-            self._known.pop((namespace, kind), None)
+            self._kept.forget((namespace, kind))
             res = self._res(kind)
             try:
                 existing = await self._rest.get(res.item(namespace, _name(kind)), {})

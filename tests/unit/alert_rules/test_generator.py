@@ -56,7 +56,8 @@ BURN = {("page", "critical", "1h", "5m"), ("page", "critical", "6h", "30m"),
 ])
 def test_contract_4_alerts_and_toggles(page: bool, ticket: bool, latency: bool) -> None:
     wanted = {"page": page, "ticket": ticket}
-    expected = {(names.ALERT_PROBES_ABSENT, "warning", "", ""), (names.ALERT_CERTIFICATE_EXPIRY, "warning", "", "")}
+    expected = {(names.ALERT_PROBES_ABSENT, "warning", "", ""), (names.ALERT_CERTIFICATE_EXPIRY, "warning", "", ""),
+                (names.ALERT_RULES_INCOMPLETE, "warning", "", "")}
     for alert in [names.ALERT_ERROR_BUDGET_BURN] + ([names.ALERT_LATENCY_BUDGET_BURN] if latency else []):
         expected |= {(alert, sev, long, short) for kind, sev, long, short in BURN if wanted[kind]}
     assert keys(slo(page=page, ticket=ticket, latency=latency)) == expected
