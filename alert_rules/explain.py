@@ -6,7 +6,14 @@ from __future__ import annotations
 from decimal import Decimal
 
 from alert_rules import durations, names, path_rules, promql
-from alert_rules.alerts import ABSENT_AFTER, CERT_EXPIRY_WARNING_DAYS, RULES_INCOMPLETE_FOR, factor_text, pct, severity_of
+from alert_rules.alerts import (
+    ABSENT_AFTER,
+    CERT_EXPIRY_WARNING_DAYS,
+    RULES_INCOMPLETE_FOR,
+    factor_text,
+    pct,
+    severity_of,
+)
 from alert_rules.findings import findings
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows, is_fast, tile_of

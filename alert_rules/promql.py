@@ -208,7 +208,8 @@ def unless_path_down(expr: str, info_sel: str, down_sel: str, failing_sel: str, 
 def unless_seen_down(expr: str, info_sel: str, down_now: str) -> str:
     """``expr``, except for a monitor behind one of the paths of ``down_now`` (a verdict taken in
     the reader's own group: ``alert_rules.path_verdict``)."""
-    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n{down_now}\n)"
+    seen = f"{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n{down_now}"
+    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{seen}\n)"
 
 
 def count_by_path(expr: str) -> str:

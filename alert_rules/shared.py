@@ -10,8 +10,10 @@ its alerts (thresholds, labels, annotations), its failing record (its probe inte
 latency SLI's raw parts (its threshold is its own histogram bucket), the objective as a series
 and its period ratio (its period).
 
-Three groups, once per Prometheus (the operator's own rules, ``route-monitor rules --operator``;
-the plain rule file ``route-monitor rules`` prints; ``route-monitor standalone``'s rule folder):
+Three groups, once per Prometheus (the PrometheusRule the operator keeps,
+``route_monitor.operator.outputs.sharedrule``; ``route-monitor rules --operator``; the plain rule
+file ``route-monitor rules`` prints; ``route-monitor standalone``'s rule folder). Each monitor's
+``RouteMonitorRulesIncomplete`` says when they are missing.
 
 A monitor of several vantages (Contract 12) records its availability ratios over 5m and 1h and
 its error tiles under its quorum in its own fast group (``alert_rules.quorum``), with a marker

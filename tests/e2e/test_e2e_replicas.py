@@ -115,14 +115,18 @@ def exported(op: Operator) -> set[str]:
 
 
 def load_rules(kube: Client, prom: Prometheus) -> None:
-    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them), with
-    the shared groups of route-monitor's own rules."""
+    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them): the
+    monitors' own and the one holding the shared groups every monitor's alerts read, which one of
+    the replicas keeps in the operator's namespace."""
     for monitor in MONITORS:
         rule = get(kube, PrometheusRule, names.prometheus_rule_name(monitor), NS)
         assert rule is not None, monitor
         (prom.rules_dir / f"{monitor}.yml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
-    # and the shared groups every monitor's alerts read (in route-monitor's own PrometheusRule)
-    (prom.rules_dir / "shared.yml").write_text(yaml.safe_dump({"groups": shared_rule_groups()}))
+    wait_for(lambda: get(kube, PrometheusRule, names.SHARED_RULE_NAME, "route-monitor") is not None, timeout=30,
+             what="the shared rule the operator writes")
+    shared = get(kube, PrometheusRule, names.SHARED_RULE_NAME, "route-monitor")
+    assert shared is not None and shared["spec"]["groups"] == shared_rule_groups()
+    (prom.rules_dir / "shared.yml").write_text(yaml.safe_dump({"groups": shared["spec"]["groups"]}))
     prom.reload()
 
 

@@ -21,7 +21,8 @@ objects named :data:`names.SCRAPE_OBJECT_NAME`:
   answers with that namespace's probe series only, so the enforced label is the true one;
 
 and a **PrometheusRule** :data:`names.SHARED_RULE_NAME` with the shared SLI groups the monitors'
-alerts read (route-monitor's own rules hold them too, but scoped to the operator's namespace there).
+alerts read (in cluster-scrape mode the operator keeps one such rule in its own namespace instead:
+``route_monitor.operator.outputs.sharedrule``, built by :func:`shared_rule` too).
 
 This module only computes the objects; :mod:`route_monitor.operator.outputs.scrapesync` writes them.
 """
