@@ -90,7 +90,10 @@ def test_burn_description_states_the_numbers() -> None:
     d = page["annotations"]["description"]
     assert "More than 1.44% of the probes of shop/checkout failed over the last 1h and 5m" in d
     assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the budget" in d
-    assert page["expr"] == 'namespace_monitor:route_monitor_probe_errors:burning1h{namespace="shop",monitor="checkout"} == 1'
+    burning_sel = 'namespace_monitor:route_monitor_probe_errors:burning1h{namespace="shop",monitor="checkout"}'
+    read, seen = page["expr"].split("\nunless on (namespace, monitor)\n")
+    assert read == f"(\n{burning_sel} == 1\n)"  # the shared record, and as soon as this group sees its path down:
+    assert names.FAILING_ON_PATH_RECORD in seen and names.PATH_DOWN_THRESHOLD_RECORD in seen
     [burning] = [r["expr"] for r in shared_rule_groups()[0]["rules"]
                  if r["record"] == names.burning_record("availability", "1h")]
     burn = burning.split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
@@ -159,16 +162,16 @@ def _rules_per_kind(text: str) -> tuple[int, int]:
 
 def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     """The shared groups do not grow with the monitors; an availability monitor adds its alerts,
-    its failing record, its objective and period and its period ratio (the budget left), and no
-    window of its own; a latency SLI adds its threshold-bound ratios and tiles."""
+    its failing records (overall and per path), its objective and period and its period ratio (the
+    budget left), and no window of its own; a latency SLI adds its threshold-bound ratios and tiles."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
     one, two = _rules_per_kind(text(1)), _rules_per_kind(text(2))
-    assert one[0] == shared_records + 5 and two[0] == shared_records + 2 * 5
-    assert two[1] == 2 * one[1] == 2 * 6
-    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (5 + 5)
-    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 5
+    assert one[0] == shared_records + 6 and two[0] == shared_records + 2 * 6
+    assert two[1] == 2 * one[1] == 2 * 7
+    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (6 + 5)
+    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 6
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
             assert "vector(" not in rule["expr"] or rule.get("record") in (
