@@ -17,6 +17,8 @@ Covers:
   period fires nothing (and would fire RouteMonitorProbesAbsent if excluded probes were not
   counted as present); a target failing from its creation pages right after warm-up, one that
   comes up within warm-up never pages;
+- a monitor's rules loaded without the shared groups: no burn alert can fire through an hour of
+  failures, and RouteMonitorRulesIncomplete fires after 10 minutes (with them, it never does);
 - the scenarios can fail: without the two-probe guard, the single-failure scenario fails.
 
 Scenarios of one input interval share a promtool run (each with a monitor of its own, the shared
