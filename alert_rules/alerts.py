@@ -23,6 +23,9 @@ GUARD_MIN_BAD_PROBES = 2
 ABSENT_AFTER = "10m"
 ABSENT_FOR = "5m"
 """The 5m window is empty 5 minutes after the last probe; ``for: 5m`` makes it 10 minutes."""
+RULES_INCOMPLETE_FOR = "10m"
+"""The shared records appear within one evaluation of a monitor's first probe series; 10 minutes
+leave a loading Prometheus (or a rule file written just after the monitor) time to catch up."""
 CERT_EXPIRY_WARNING_DAYS = 14
 RESERVED_LABELS = frozenset({"alertname", names.LABEL_SEVERITY, names.LABEL_LONG, names.LABEL_SHORT,
                              names.LABEL_NAMESPACE, names.LABEL_MONITOR})
@@ -89,21 +92,17 @@ def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dic
     threshold = window.threshold(sli.budget)
     period = durations.format_ms(slo.objective.period_ms)
     exhaust = durations.format_ms(max(1000, round(Decimal(slo.objective.period_ms) / window.factor / 1000) * 1000))
-    spans = f"over both the last {window.long} and the last {window.short}"
     if sli.kind == "availability":
-        bad = f"failed {spans}, with at least {GUARD_MIN_BAD_PROBES} failed probes within {window.long}"
-        goal = "succeeding"
+        bad, goal = "failed", "succeeding"
     else:
         limit = durations.format_ms(sli.threshold_ms)
-        bad = (f"failed or took longer than {limit} {spans}, with at least {GUARD_MIN_BAD_PROBES} "
-               f"such probes within {window.long}")
-        goal = f"faster than {limit}"
+        bad, goal = f"failed or took over {limit}", f"faster than {limit}"
     factor = factor_text(window.factor)
     description = (
-        f"More than {pct(threshold)} of the probes of {_who(slo)} {bad}. The objective is "
-        f"{promql.number(sli.objective)}% of probes {goal} over {period}: burning at more than {factor}x "
-        f"the budget's rate spends {pct(window.budget_share)} of the error budget every {window.long} "
-        f"and all of it within {exhaust}."
+        f"More than {pct(threshold)} of the probes of {_who(slo)} {bad} over the last {window.long} and "
+        f"{window.short} (at least {GUARD_MIN_BAD_PROBES} within {window.long}). Objective: "
+        f"{promql.number(sli.objective)}% of probes {goal} over {period}. At {factor}x the budget's rate, "
+        f"{pct(window.budget_share)} of the budget goes every {window.long}, all of it within {exhaust}."
     )
     summary = f"{_who(slo)}: {sli.kind} error budget burning over {factor}x ({window.long}/{window.short})"
     return {
@@ -115,21 +114,35 @@ def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dic
     }
 
 
-def probes_absent_alert(slo: MonitorSLO, ratio5m_sel: str) -> dict[str, Any]:
-    """No probe result for 10 minutes: the 5m error ratio has had nothing to divide (0/0) or no
-    series at all for 5 minutes (``for: 5m``), and no excluded probe (Contract 9: a window, a
-    pause or warm-up) was recorded either."""
-    excluded = promql.selector(names.PROBES_EXCLUDED_TOTAL, promql.monitor_matchers(slo.namespace, slo.name))
+def probes_absent_alert(slo: MonitorSLO, absent_sel: str) -> dict[str, Any]:
+    """No probe result for 10 minutes: the shared record (``alert_rules.shared.probes_absent``: the
+    5m error ratio has had nothing to divide, 0/0, or no series at all, and no excluded probe,
+    Contract 9's window, pause or warm-up, was recorded either) for 5 minutes (``for: 5m``)."""
     return {
         "alert": names.ALERT_PROBES_ABSENT,
-        "expr": promql.no_results(ratio5m_sel, excluded, "5m"),
+        "expr": absent_sel,
         "for": ABSENT_FOR,
         "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
         "annotations": _annotations(
             slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
-            f"No probe of {_who(slo)} has been recorded for {ABSENT_AFTER} (neither {names.PROBES_TOTAL} "
-            f"nor {names.PROBES_EXCLUDED_TOTAL} is increasing), so its SLO is not being measured. Check that "
-            "route-monitor is running, that Prometheus scrapes it, and the RouteMonitor's status conditions."),
+            f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "
+            "route-monitor runs, that Prometheus scrapes it, and the RouteMonitor's conditions."),
+    }
+
+
+def rules_incomplete_alert(slo: MonitorSLO, probes_sel: str, shared_sel: str) -> dict[str, Any]:
+    """Probe series but no shared record (``shared_sel``, written only by the shared groups) for 10
+    minutes: the Prometheus evaluating this monitor's rules does not load the shared groups, so its
+    burn alerts and ``RouteMonitorProbesAbsent`` could never fire. Said instead of staying silent."""
+    return {
+        "alert": names.ALERT_RULES_INCOMPLETE,
+        "expr": f"group by ({promql.BY_MONITOR}) ({probes_sel})\nunless on ({promql.BY_MONITOR})\n{shared_sel}",
+        "for": RULES_INCOMPLETE_FOR,
+        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
+        "annotations": _annotations(
+            slo, names.ALERT_RULES_INCOMPLETE, f"{_who(slo)}: its SLO alerts cannot fire",
+            f"Probes of {_who(slo)} are recorded but not the shared SLI records its alerts read: load "
+            "route-monitor's shared rules (route-monitor-slis groups) in this Prometheus."),
     }
 
 
@@ -141,6 +154,5 @@ def certificate_expiry_alert(slo: MonitorSLO, gauge_sel: str) -> dict[str, Any]:
         "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
         "annotations": _annotations(
             slo, names.ALERT_CERTIFICATE_EXPIRY, f"{_who(slo)}: TLS certificate expires within {days} days",
-            f"The leaf certificate served to the probe of {_who(slo)} expires in less than {days} days "
-            "(or has already expired). Renew it before clients start failing."),
+            f"The certificate served to {_who(slo)} expires within {days} days (or has expired): renew it."),
     }

@@ -6,7 +6,14 @@ from __future__ import annotations
 from decimal import Decimal
 
 from alert_rules import durations, names, path_rules, promql
-from alert_rules.alerts import ABSENT_AFTER, CERT_EXPIRY_WARNING_DAYS, factor_text, pct, severity_of
+from alert_rules.alerts import (
+    ABSENT_AFTER,
+    CERT_EXPIRY_WARNING_DAYS,
+    RULES_INCOMPLETE_FOR,
+    factor_text,
+    pct,
+    severity_of,
+)
 from alert_rules.findings import findings
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows, is_fast, tile_of
@@ -63,5 +70,7 @@ def explain(slo: MonitorSLO) -> str:
     lines.append(f"  {names.ALERT_PROBES_ABSENT} warning: no probe result recorded for {ABSENT_AFTER}")
     lines.append(f"  {names.ALERT_CERTIFICATE_EXPIRY} warning: the served certificate expires within "
                  f"{CERT_EXPIRY_WARNING_DAYS} days")
+    lines.append(f"  {names.ALERT_RULES_INCOMPLETE} warning: probe results for {RULES_INCOMPLETE_FOR} but not "
+                 "the shared records its alerts read (the shared rules are not loaded)")
     lines += [f"  {f}" for f in findings(slo)]
     return "\n".join(lines) + "\n"

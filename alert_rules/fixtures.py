@@ -14,11 +14,12 @@ outcome is unambiguous.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from alert_rules import durations, names, promql
+from alert_rules import durations, names, path_rules, promql, shared
 from alert_rules.model import MonitorSLO
-from alert_rules.rules import enabled_windows, is_fast, rule_groups
+from alert_rules.rules import enabled_windows, group_names, is_fast, rule_groups
 from alert_rules.scenarios import Sim, slow_burn_period
 from alert_rules.sensitivity import trip
 from alert_rules.sli import slis
@@ -212,10 +213,21 @@ class _Fixture:
                 self.group("single slow probe fires nothing", one, [self.none(2 * _H, 2 * _H)])]
 
 
+def eval_order(slos: Sequence[MonitorSLO], *, paths: bool = False) -> list[str]:
+    """Every group, in the order a step of ``promtool test rules`` evaluates them: the monitors'
+    alerts after the shared records they read, the shared long-window group after the latency tiles
+    the monitors' fast groups record, and (``paths``) the shared-path group after the failing records
+    it counts. promtool evaluates every group at every step, in an unspecified order unless told."""
+    names_of = [group_names(slo) for slo in slos]
+    return [shared.GROUP, *(n[0] for n in names_of), *([path_rules.GROUP] if paths else []), shared.LONG_GROUP,
+            shared.PERIOD_GROUP, *(n[1] for n in names_of), *(n[2] for n in names_of)]
+
+
 def promtool_tests(slo: MonitorSLO, rule_file: str) -> dict[str, Any]:
-    """A ``promtool test rules`` document for ``slo``'s rules, loaded from ``rule_file``."""
+    """A ``promtool test rules`` document for ``slo``'s rules and the shared ones, loaded from
+    ``rule_file`` (as :func:`alert_rules.prometheus_rule_file` writes them)."""
     f = _Fixture(slo)
     groups = [f.hard_outage(), *f.single_failure(), f.slow_burn(), f.restart_and_move(), *f.absent(),
               f.certificate(), *f.latency(), *f.maintenance()]
     return {"rule_files": [rule_file], "evaluation_interval": durations.format_ms(f.eval_ms),
-            "tests": [g for g in groups if g is not None]}
+            "group_eval_order": eval_order([slo]), "tests": [g for g in groups if g is not None]}

@@ -119,6 +119,9 @@ ALERT_ERROR_BUDGET_BURN: Final = "RouteMonitorErrorBudgetBurn"
 ALERT_LATENCY_BUDGET_BURN: Final = "RouteMonitorLatencyBudgetBurn"
 ALERT_PROBES_ABSENT: Final = "RouteMonitorProbesAbsent"
 ALERT_CERTIFICATE_EXPIRY: Final = "RouteMonitorCertificateExpiry"
+ALERT_RULES_INCOMPLETE: Final = "RouteMonitorRulesIncomplete"
+"""A monitor has probe series but the shared records its alerts read are missing (the Prometheus
+evaluating its rules does not load the shared groups, ``alert_rules.shared``)."""
 
 LABEL_SEVERITY: Final = "severity"
 LABEL_LONG: Final = "long"
@@ -238,6 +241,21 @@ def fast_increase_record(window: str) -> str:
     return f"{RECORD_LEVEL}:{PREFIX}probe_fast:increase{window}"
 
 
+def burning_record(sli_kind: str, long_window: str) -> str:
+    """1 while a monitor's SLI burns its budget over the window pair whose long window is
+    ``long_window`` (both ratios above the threshold, the guard met, no shared path down), else 0;
+    what each monitor's burn alert reads (``alert_rules.shared``)."""
+    metric = "probe_errors" if sli_kind == "availability" else "probe_slow"
+    return f"{RECORD_LEVEL}:{PREFIX}{metric}:burning{long_window}"
+
+
+QUORUM_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}quorum:count"
+"""Contract 12: a monitor of several vantages' quorum, recorded only for such a monitor; the shared
+groups leave the monitors carrying it to their own quorum rules (``alert_rules.quorum``)."""
+PROBES_ABSENT_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probes:absent"
+"""1 for a monitor with no probe result (counted or excluded) within 5m and no shared path down:
+what each monitor's ``RouteMonitorProbesAbsent`` reads (``alert_rules.shared``)."""
+
 FAILING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing:bool"
 """Contract 11: 1 while the monitor is *failing* (its last two counted probes failed and at least
 half of its probes over ``max(2 x interval, 1m)`` did); a second series with ``reason="dns_error"``
@@ -311,6 +329,10 @@ SCRAPE_OBJECT_NAME: Final = "route-monitor-probes"
 """Per-namespace scrape mode (``--scrape-per-namespace``): the Service, Endpoints, EndpointSlice
 and ServiceMonitor the operator keeps in each namespace with monitors, for Prometheus stacks that
 enforce the scraping object's namespace (user-workload monitoring)."""
+SHARED_RULE_NAME: Final = "route-monitor.slis"
+"""Per-namespace scrape mode: the PrometheusRule holding the shared SLI groups (``alert_rules.shared``) in
+each namespace with monitors (a namespace-enforcing Prometheus scopes each rule to its namespace). No
+monitor's rule can take the name: theirs start with ``route-monitor-``."""
 SCRAPE_PARAM_NAMESPACE: Final = "namespace"
 """``/metrics?namespace=NS``: only that namespace's probe series."""
 LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"

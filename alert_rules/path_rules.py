@@ -109,6 +109,12 @@ def unless_path_down(slo: MonitorSLO, expr: str, window: str, *, seen_here: bool
                                    path_verdict.down_now() if seen_here else None)
 
 
+def unless_seen_down(slo: MonitorSLO, expr: str) -> str:
+    """``expr`` (a shared burning record, already without the monitors behind a path the path group
+    found down) without the monitor as soon as its own group sees a path of it down."""
+    return promql.unless_seen_down(expr, _sel(slo, _INFO), path_verdict.down_now())
+
+
 @dataclass(frozen=True, kw_only=True)
 class PathAlerting:
     """Installation-wide settings of the shared-path rules (``rules`` and ``standalone`` flags)."""

@@ -40,7 +40,9 @@ def string_literal(value: str) -> str:
 
 
 def selector(metric: str, matchers: tuple[tuple[str, str], ...]) -> str:
-    """``metric{a="x",b="y"}`` with equality matchers in the given order."""
+    """``metric{a="x",b="y"}`` with equality matchers in the given order (``metric`` without any)."""
+    if not matchers and metric:
+        return metric
     inner = ",".join(f"{k}={string_literal(v)}" for k, v in matchers)
     return f"{metric}{{{inner}}}"
 
@@ -145,15 +147,6 @@ def at_least(sel: str, count: int) -> str:
     return f"{sel} >= {count}"
 
 
-def no_results(ratio_sel: str, excluded_sel: str, window: str) -> str:
-    """The recorded ratio is 0/0 (NaN: counters there but not moving) or has no series
-    (counters gone), unless excluded probes (a maintenance window, a pause, warm-up) were
-    recorded within ``window``: those are probes too. A reset or a move to another pod keeps
-    probes counted, so neither trips it."""
-    excluded = f"{by_monitor(rate(excluded_sel, window))} > 0"
-    return f"(\n{ratio_sel} != {ratio_sel}\nor\nabsent({ratio_sel})\n)\nunless on ({BY_MONITOR})\n{excluded}"
-
-
 def expires_within(gauge_sel: str, seconds: int) -> str:
     """Seconds left until the earliest reported expiry, when below ``seconds`` (negative: expired)."""
     return f"min by ({BY_MONITOR}) ({gauge_sel}) - time() < {seconds}"
@@ -210,6 +203,13 @@ def unless_path_down(expr: str, info_sel: str, down_sel: str, failing_sel: str, 
         now = f"{now}\nor\n{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n{down_now}"
     recent = f"(\n{paths_down(info_sel, down_sel, window)}\nunless on ({BY_MONITOR})\n{failing_sel}\n)"
     return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{now}\nor\n{recent}\n)"
+
+
+def unless_seen_down(expr: str, info_sel: str, down_now: str) -> str:
+    """``expr``, except for a monitor behind one of the paths of ``down_now`` (a verdict taken in
+    the reader's own group: ``alert_rules.path_verdict``)."""
+    seen = f"{monitor_paths(info_sel)}\nand on ({names.LABEL_PATH})\n{down_now}"
+    return f"(\n{expr}\n)\nunless on ({BY_MONITOR})\n(\n{seen}\n)"
 
 
 def count_by_path(expr: str) -> str:

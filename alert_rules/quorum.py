@@ -108,12 +108,11 @@ def partially_unreachable(namespace: str, monitor: str, interval_ms: int, quorum
 
 
 # --- the generator's hook: rules of one monitor -----------------------------------------------
-def ratio_rules(slo: MonitorSLO, window: str, today: dict[str, Any]) -> list[dict[str, Any]]:
-    """The availability ratio rules of ``window``: ``today``'s rule for one vantage, else the
-    per-location, quorum (under today's name) and reachability records."""
-    if slo.vantages <= 1:
-        return [today]
-    return quorum_records(slo.namespace, slo.name, window, slo.quorum)
+def marker_rule(namespace: str, monitor: str, quorum: int) -> dict[str, Any]:
+    """The monitor's quorum as a series, recorded only for a monitor of several vantages: the
+    shared groups (``alert_rules.shared``) leave out the monitors that carry it, so the records
+    below are written by one rule each, never by the shared one too."""
+    return {"record": names.QUORUM_RECORD, "expr": promql.constant(quorum), "labels": _labels(namespace, monitor)}
 
 
 def error_tile_expr(namespace: str, monitor: str, tile: str, quorum: int) -> str:
@@ -129,19 +128,31 @@ def error_tile_expr(namespace: str, monitor: str, tile: str, quorum: int) -> str
             f"{promql.by_monitor(promql.tile_increase(every, tile))}")
 
 
-def error_tile_rule(slo: MonitorSLO, tile: str, today: dict[str, Any]) -> dict[str, Any]:
-    """The availability error tile: ``today``'s for one vantage, else :func:`error_tile_expr`."""
+def ratio_rules(slo: MonitorSLO, windows: tuple[str, ...], tile: str) -> list[dict[str, Any]]:
+    """What a monitor of several vantages records instead of the shared groups (none for one
+    vantage): the marker, for each of ``windows`` the per-location, quorum (under the shared
+    ratio's name) and reachability records, and the error tile under the quorum (recorded at every
+    evaluation, each the exact increase over the tile before it, as a latency SLI's tiles: the
+    shared window sums step on tile boundaries and take one per step). Everything downstream (the
+    window sums, guards, burning records, alerts, path rules) reads these unchanged."""
     if slo.vantages <= 1:
-        return today
-    return {**today, "expr": error_tile_expr(slo.namespace, slo.name, tile, slo.quorum)}
+        return []
+    rules = [marker_rule(slo.namespace, slo.name, slo.quorum)]
+    for window in windows:
+        rules += quorum_records(slo.namespace, slo.name, window, slo.quorum)
+    rules.append({"record": names.errors_increase_record(tile),
+                  "expr": error_tile_expr(slo.namespace, slo.name, tile, slo.quorum),
+                  "labels": _labels(slo.namespace, slo.name)})
+    rules += reachability_tile_rules(slo, tile)
+    return rules
 
 
 def reachability_tile_rules(slo: MonitorSLO, tile: str) -> list[dict[str, Any]]:
     """Failed probes of every location within one tile, no quorum (none for one vantage, whose
     reachability is its availability). The exact increase of the error tile of one vantage, so a
     counter reset or a location appearing or leaving within a tile leaves the same probes out of it
-    as out of the tile of all probes it is divided by; recorded in the group of that tile, so both
-    are written at the same instants."""
+    as out of the tile of all probes it is divided by; recorded beside the error tile under the
+    quorum, at every evaluation (the operator's read takes one tile of each per step)."""
     if slo.vantages <= 1:
         return []
     failed = _sel(slo.namespace, slo.name, (names.LABEL_RESULT, names.RESULT_FAILURE))

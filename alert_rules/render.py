@@ -15,6 +15,7 @@ import yaml
 from alert_rules import names
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import rule_groups
+from alert_rules.shared import shared_rule_groups
 
 PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1"
 PROMETHEUS_RULE_KIND = "PrometheusRule"
@@ -49,9 +50,14 @@ def with_header(text: str) -> str:
     return f"{names.GENERATED_HEADER}\n{text}"
 
 
-def prometheus_rule_file(slos: Sequence[MonitorSLO]) -> str:
-    """A plain Prometheus rule file holding every monitor's groups, ordered by namespace/name."""
-    groups: list[dict[str, Any]] = []
+def prometheus_rule_file(slos: Sequence[MonitorSLO], *, shared: bool = True) -> str:
+    """A plain Prometheus rule file holding every monitor's groups, ordered by namespace/name,
+    after the shared groups every monitor's alerts read (``shared=False``: a file of a rule
+    folder whose shared groups are in a file of their own)."""
+    tiles = {slo.tile_ms for slo in slos}
+    if shared and len(tiles) > 1:
+        raise ValueError("one rule file holds monitors of one tile (the tile is installation-wide)")
+    groups: list[dict[str, Any]] = shared_rule_groups(tiles.pop()) if shared and tiles else []
     for slo in sorted(slos, key=lambda s: (s.namespace, s.name)):
         groups += rule_groups(slo)
     return with_header(to_yaml({"groups": groups}))

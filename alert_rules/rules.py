@@ -1,37 +1,29 @@
 """Stage 3: one monitor's SLO -> Prometheus rule groups (plain data, deterministic order).
 
-Two groups per monitor, designed for thousands of monitors in one Prometheus:
+What does not depend on a monitor's thresholds (its error ratios, tiles, window sums and the
+guards' counts) is recorded once for every monitor by the shared groups
+(:mod:`alert_rules.shared`), under the same record names; a monitor's own groups hold what does:
 
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
-    The error ratios over 5m and 1h straight from the probe counters (at most an hour of raw
-    samples: 120 per series at 30s scrapes), the 1h/5m page and ``RouteMonitorProbesAbsent``:
-    the 1h/5m pair is what pages on a hard outage, within about a minute of the budget math
-    allowing it, so it stays on the fast cadence. Nothing else is here: at thousands of
-    monitors each rule's fixed cost (an evaluation, a stored series) weighs as much as the
-    samples it reads, so the guard's count is inline in the alert and
-    ``RouteMonitorProbesAbsent`` reuses the 5m ratio (0/0 or gone, for 5m).
+    The 1h/5m page (what pages on a hard outage, within about a minute of the budget math
+    allowing it), ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the
+    failing record of shared-path detection (its window follows the monitor's probe interval,
+    ``alert_rules.path_rules``), the objective and period as series (which the shared burn
+    conditions read, and dashboards), with a latency SLO that SLI's own ratios and tiles (its
+    threshold is its own bucket of the duration histogram), and for a monitor of several
+    vantages its ratios and error tiles under the quorum with the marker that keeps the shared
+    groups off them, and ``RouteMonitorPartiallyUnreachable`` (``alert_rules.quorum``).
 
 ``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``, the tile)
-    Each evaluation records one 5-minute *tile* from the counters (all probes, bad or fast
-    probes: the exact difference of each counter from 5 minutes ago, two sample lookups; the
-    bad-probe count: ~10 raw samples) and sums tiles into the 30m, 2h, 6h, 1d and 3d windows
-    with ``sum_over_time(tile[W:5m])``. A 3d window thus reads 864 recorded samples every 5
-    minutes instead of 8,640 raw samples per series every 30 seconds (what the reference
-    operator does for each of its alerts); the alerts on those windows (6h/30m page,
-    tickets), ``RouteMonitorCertificateExpiry`` and the objective as a series (for dashboards)
-    are evaluated in the same group, a few minutes' delay being irrelevant for them.
-    The subquery steps are aligned to 5-minute boundaries, so each step picks exactly one tile
-    whatever the evaluation cadence (5m in production, every step in ``promtool test rules``):
-    tiles never overlap, so counts are never doubled. Alerts only read records written in the
-    same evaluation of their own group, never a sample up to 5 minutes old from another group,
-    which the default 5m lookback could miss. A test or demo stack may shorten the tile
-    (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30 seconds, with the
-    same windows and thresholds); record names carry the tile.
+    The alerts on windows summed from tiles (6h/30m page, tickets), reading the shared records
+    through ``last_over_time`` over two tiles (another group's 5-minute record may be one
+    interval old when read) and ``RouteMonitorCertificateExpiry``. A test or demo stack may
+    shorten the tile (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30
+    seconds, with the same windows and thresholds); record names carry the tile.
 
 ``route-monitor/<namespace>/<name>/period`` (``interval: 1h``, twelve tiles)
     The availability over the whole SLO period and the error budget left, for dashboards
-    (hourly tiles summed from the 5-minute ones, the period from the hourly ones, each hourly
-    tile taken as the last one within its hour: see ``_period_group``).
+    (the shared hourly tiles summed over the monitor's period: see ``_period_group``).
 
 Correctness across prober restarts and moves: every expression aggregates
 ``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
@@ -57,12 +49,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, holdoff, names, path_rules, promql, quorum, tiles
+from alert_rules import alerts, durations, holdoff, names, path_rules, promql, quorum, shared, tiles
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
-from alert_rules.windows import AlertWindow, alert_windows, windows_of
+from alert_rules.windows import AlertWindow, alert_windows
 
-TILES_PER_HOUR_TILE = 12
+TILES_PER_HOUR_TILE = shared.TILES_PER_HOUR_TILE
 """The period group records one *hourly tile* of 12 tiles per evaluation, its ``interval``: an hour
 at the default 5-minute tile; a shortened tile (``--tile``) shortens it alike (2 minutes for 10s
 tiles), so a test or demo stack sees its period records within minutes, not an hour."""
@@ -105,17 +97,24 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
 
 
 def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
-    """Both ratios above the threshold, and the guard inline (its count is needed nowhere else,
-    and a recording rule per monitor costs an evaluation and a series of its own); not while a
-    shared path of the monitor is down (``alert_rules.path_rules``; a fast pair as soon as its own
-    group sees it: ``alert_rules.path_verdict``)."""
-    threshold = w.threshold(sli.budget)
-    count = sli.bad_count_from_counters(w.long) if is_fast(w) else sli.count_from_tiles(w.long, tile)
-    return path_rules.unless_path_down(slo, promql.all_of(
-        promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
-        promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
-        promql.at_least(f"(\n{count}\n)", alerts.GUARD_MIN_BAD_PROBES),
-    ), w.short, seen_here=is_fast(w))
+    """The shared burning record of the pair (:func:`alert_rules.shared.burning`: both ratios above
+    the threshold, the guard met, not while a shared path of the monitor is down), read from another
+    group: the last sample within two tiles for a tiled pair. A latency SLI's 1h/5m page reads its
+    own ratios (its threshold is its own bucket), with the guard's count inline. A fast page also
+    leaves out its monitor as soon as its own group sees a path of it down
+    (``alert_rules.path_verdict``): the shared record sees the path group's verdict, which may
+    reach this group two evaluations late."""
+    if is_fast(w) and sli.kind != "availability":
+        threshold = w.threshold(sli.budget)
+        return path_rules.unless_path_down(slo, promql.all_of(
+            promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
+            promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
+            promql.at_least(f"(\n{sli.bad_count_from_counters(w.long)}\n)", alerts.GUARD_MIN_BAD_PROBES),
+        ), w.short, seen_here=True)
+    record = sli.record_sel(names.burning_record(sli.kind, w.long))
+    if is_fast(w):
+        return path_rules.unless_seen_down(slo, f"{record} == 1")
+    return f"{shared.recent(record, slo.tile_ms)} == 1"
 
 
 def _burn(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
@@ -135,31 +134,44 @@ def _alert_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: t
     return promql.unless(expr, holdoff.held_off(slo, sli, w, fast))
 
 
-def _fast_windows(slo: MonitorSLO) -> set[int]:
-    """Windows of the pairs evaluated in the fast group (1h and 5m): from the raw counters."""
-    return {ms for w in alert_windows(slo.objective.period_ms) if is_fast(w) for ms in (w.long_ms, w.short_ms)}
+def _latency_parts(slo: MonitorSLO, sli: SLI, tile: str) -> list[dict[str, Any]]:
+    """What only this monitor's latency SLI can record (its threshold is its own histogram
+    bucket): its ratios over the fast page's windows and its tiles, which the shared long-window
+    group sums. The tiles are recorded at every evaluation (each one the exact increase over the
+    tile before it): the shared sums step on tile boundaries and take one of them per step."""
+    rules = [_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)) for w in shared.FAST_WINDOWS]
+    rules.append(_record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile)))
+    rules.append(_record(slo, sli.count_record(tile), sli.bad_count_from_counters(tile)))
+    return rules
 
 
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    rules = []
-    for sli in slis(slo):
-        for ms in sorted(_fast_windows(slo)):
-            w = durations.format_ms(ms)
-            today = _record(slo, sli.ratio_record(w), sli.ratio_from_counters(w))
-            rules += quorum.ratio_rules(slo, w, today) if sli.kind == "availability" else [today]
+    rules = _constants(slo)
+    for sli in slis(slo)[1:]:
+        rules += _latency_parts(slo, sli, tile_of(slo))
+    rules += quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
     rules += [path_rules.failing_record(slo), path_rules.failing_on_paths_record(slo)]
     rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
-    first = slis(slo)[0]
-    absent = alerts.probes_absent_alert(slo, first.record_sel(first.ratio_record("5m")))
-    absent["expr"] = path_rules.unless_path_down(slo, absent["expr"], alerts.ABSENT_AFTER)
-    rules.append(absent)
+    absent_sel = promql.selector(names.PROBES_ABSENT_RECORD, promql.monitor_matchers(slo.namespace, slo.name))
+    rules.append(alerts.probes_absent_alert(slo, absent_sel))
+    rules.append(_rules_incomplete(slo))
     return {"name": group_names(slo)[0], "rules": rules}
 
 
+def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:
+    """The check that the shared groups run for this monitor: their 1h bad-probe count is written
+    for every monitor with a probe counter (of one vantage or several), and by them alone."""
+    matchers = promql.monitor_matchers(slo.namespace, slo.name)
+    shared_sel = promql.selector(names.error_count_record(shared.FAST_COUNT_WINDOW), matchers)
+    return alerts.rules_incomplete_alert(slo, promql.selector(names.PROBES_TOTAL, matchers), shared_sel)
+
+
 def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
-    """The objective and period as series, for dashboards (no alert reads them)."""
+    """The objective and period as series: the shared burn conditions' thresholds
+    (``alert_rules.shared.threshold``) and the dashboards read them. In the fast group, so that they
+    are there from the first evaluations of a new monitor's rules."""
     out = [_record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
            _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000))]
     if slo.objective.latency is not None:
@@ -169,19 +181,8 @@ def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
 
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    all_windows = windows_of(alert_windows(slo.objective.period_ms))
-    first, tile = slis(slo)[0], tile_of(slo)
-    all_tile = promql.by_monitor(promql.tile_increase(first.all_probes, tile))
-    rules = [*_constants(slo), _record(slo, names.probes_increase_record(tile), all_tile)]
-    rules += quorum.reachability_tile_rules(slo, tile)
-    for sli in slis(slo):
-        tile_rule = _record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile))
-        rules.append(quorum.error_tile_rule(slo, tile, tile_rule) if sli.kind == "availability" else tile_rule)
-        rules.append(_record(slo, sli.count_record(tile), sli.bad_count_from_counters(tile)))
-        for ms in all_windows:
-            if ms not in _fast_windows(slo):
-                w = durations.format_ms(ms)
-                rules.append(_record(slo, sli.ratio_record(w), sli.ratio_from_tiles(w, tile)))
+    tile = tile_of(slo)
+    rules = []
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile, windows) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
@@ -191,24 +192,23 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
 
 def _period_group(slo: MonitorSLO) -> dict[str, Any]:
     """The availability SLI over the whole SLO period, for dashboards and readers of the budget:
-    hourly tiles summed from the 5-minute (or shortened) ones, then the period summed from the hourly ones
-    (720 samples for 30 days, once an hour, instead of 8,640 five-minute tiles or a 30-day
-    ``increase()`` over raw samples at every dashboard refresh). Up to two hours behind (the
-    period sum reads the hourly tiles of earlier evaluations); no alert reads it. Until the
-    group's second evaluation (up to two hours after the rules load) the series is absent.
+    the shared hourly tiles (:mod:`alert_rules.shared`, summed from the 5-minute or shortened
+    ones) summed over the monitor's period (720 samples for 30 days, once an hour, instead of
+    8,640 five-minute tiles or a 30-day ``increase()`` over raw samples at every dashboard
+    refresh). Up to two hours behind (the period sum reads the hourly tiles of earlier
+    evaluations); no alert reads it. Until the hourly tiles' second evaluation (up to two hours
+    after the rules load) the series is absent.
 
-    The hourly tiles are recorded once an hour at the group's own offset within the hour
+    The hourly tiles are recorded once an hour at their group's own offset within the hour
     (Prometheus spreads groups by a hash of their name and file), which a subquery's whole-hour
     steps cannot see with the 5-minute lookback: each step takes the last hourly tile within
     the hour before it (``promql.sparse_tiles_sum``), whatever the offset, lookback or cadence."""
-    sli, tile, hour = slis(slo)[0], tile_of(slo), hour_tile_of(slo)
+    sli, hour = slis(slo)[0], hour_tile_of(slo)
     period = durations.format_ms(slo.objective.period_ms)
     probes, errors = names.probes_increase_record, names.errors_increase_record
-    rules = [_record(slo, record(hour), promql.tiles_sum(sli.record_sel(record(tile)), hour, tile))
-             for record in (probes, errors)]
     over_period = [promql.sparse_tiles_sum(sli.record_sel(record(hour)), period, hour)
                    for record in (errors, probes)]
-    rules.append(_record(slo, names.PERIOD_ERROR_RATIO_RECORD, promql.ratio(*over_period)))
+    rules = [_record(slo, names.PERIOD_ERROR_RATIO_RECORD, promql.ratio(*over_period))]
     remaining = f"1 - {sli.record_sel(names.PERIOD_ERROR_RATIO_RECORD)} / {promql.number(sli.budget)}"
     rules.append(_record(slo, names.BUDGET_REMAINING_RECORD, remaining))
     return {"name": group_names(slo)[2], "interval": hour, "rules": rules}

@@ -34,6 +34,8 @@ class SLI:
     """Percent of probes that must be good."""
     threshold_ms: int = 0
     """Latency only: a successful probe slower than this is bad."""
+    everyone: bool = False
+    """Selectors match every monitor (the shared rules, ``alert_rules.shared``), not this one."""
 
     # --- what the SLI is called ---------------------------------------------------------
     @property
@@ -57,6 +59,8 @@ class SLI:
 
     # --- selectors ------------------------------------------------------------------------
     def _sel(self, metric: str, *extra: tuple[str, str]) -> str:
+        if self.everyone:
+            return promql.selector(metric, extra)
         return promql.selector(metric, promql.monitor_matchers(self.namespace, self.monitor, *extra))
 
     def record_sel(self, record: str) -> str:
@@ -72,6 +76,8 @@ class SLI:
 
     @property
     def fast_probes(self) -> str:
+        if self.everyone:
+            raise ValueError("the fast bucket is the monitor's own threshold: no shared selector")
         le = names.le_label(self.threshold_ms / 1000)
         return self._sel(f"{names.PROBE_DURATION_SECONDS}_bucket", ("le", le))
 

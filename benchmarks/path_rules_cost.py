@@ -46,6 +46,7 @@ from alert_rules import names, prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import path_rule_groups
 from alert_rules.render import to_yaml, with_header
+from alert_rules.shared import shared_rule_groups
 from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
@@ -130,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         scale = args.monitors / len(ruled)
         for key in ruled:
             slo = MonitorSLO(key[0], key[1], Objective(Decimal("99.9")), interval_ms=args.interval * 1000)
-            (rules / f"{key[0]}_{key[1]}.rules.yml").write_text(prometheus_rule_file([slo]))
-        (rules / "route-monitor-paths.rules.yml").write_text(with_header(to_yaml({"groups": path_rule_groups()})))
+            (rules / f"{key[0]}_{key[1]}.rules.yml").write_text(prometheus_rule_file([slo], shared=False))
+        shared = [*shared_rule_groups(), *path_rule_groups()]
+        (rules / "route-monitor-paths.rules.yml").write_text(with_header(to_yaml({"groups": shared})))
         target = f"127.0.0.1:{server.port}"
         with run_prometheus(Path(tmp) / "prometheus", targets=[target], rules_dir=rules, interval=interval,
                             timeout=600) as prom:

@@ -1,5 +1,10 @@
 """What the generated rules cost Prometheus: N monitors' rules against none, same series, same run.
 
+``--baseline DIR`` also measures the rules another checkout of route-monitor generates for the
+same monitors (``git archive main alert_rules route_monitor benchmarks tests | tar -x -C DIR``), right
+after this checkout's at each monitor count (new, then old, each run with its own control), so
+the old/new ratios come from one sitting on the same machine.
+
 Two Prometheus processes (Debian's) scrape one synthetic exporter every 30 s. The exporter is
 the engine's own exposition (``ProbeMetrics``) fed synthetic results at each monitor's interval,
 so the series are exactly the engine's. One Prometheus loads the rules ``route-monitor rules``
@@ -12,7 +17,7 @@ Windows: a fresh Prometheus has no history, so the long windows (6h, 3d, 30d) ho
 was scraped during the run: what is measured is the cost while the windows fill, a lower bound
 of the cost with full windows (range reads over longer histories read more samples).
 
-    python -m benchmarks.rules_cost --monitors 500,2000 --warmup 300 --measure 600
+    python -m benchmarks.rules_cost --monitors 500,2000 --warmup 300 --measure 600 [--baseline DIR]
 
 Prints one JSON object per monitor count and a Markdown table row.
 """
@@ -21,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,7 +43,7 @@ from prometheus_client import CollectorRegistry
 
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
-from route_monitor.files.rulefiles import write_rules
+from route_monitor.files import rulefiles
 from route_monitor.probe.httpserver import MetricsServer
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
@@ -44,6 +51,16 @@ from tests.support.prometheus import Prometheus, run_prometheus
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
+_BASELINE_WRITER = """
+import importlib, sys
+from pathlib import Path
+from benchmarks.rules_cost import monitors
+try:
+    rulefiles = importlib.import_module("route_monitor.files.rulefiles")
+except ImportError:  # a checkout from before the package layout
+    rulefiles = importlib.import_module("route_monitor" + ".rulefiles")
+rulefiles.write_rules(Path(sys.argv[1]), [slo for slo, _ in monitors(int(sys.argv[2]))])
+"""
 REASONS = (FailureReason.CONNECTION_REFUSED, FailureReason.TIMEOUT, FailureReason.HTTP_STATUS)
 
 
@@ -108,8 +125,10 @@ class Exporter:
 
 def prometheus(workdir: Path, exporter_port: int, rules: Path | None,
                eval_interval: str) -> AbstractContextManager[Prometheus]:
+    """A Prometheus scraping the exporter every 30 s (up to 15 minutes to load thousands of rules
+    on a loaded machine)."""
     return run_prometheus(workdir, targets=[f"127.0.0.1:{exporter_port}"], rules_dir=rules, interval="30s",
-                          evaluation_interval=eval_interval, flags=["--storage.tsdb.retention.time=60d"], timeout=120)
+                          evaluation_interval=eval_interval, flags=["--storage.tsdb.retention.time=60d"], timeout=900)
 
 
 def rule_stats(url: str) -> dict[str, float]:
@@ -119,16 +138,28 @@ def rule_stats(url: str) -> dict[str, float]:
             "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds")}
 
 
-def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, workdir: Path) -> dict[str, Any]:
+def write_rules(rules: Path, n: int, baseline: Path | None) -> None:
+    """This checkout's rule folder for ``n`` monitors (the shared groups in a file of their own,
+    as ``standalone`` writes them), or the one ``baseline``'s generator writes."""
+    if baseline is None:
+        rulefiles.write_rules(rules, [slo for slo, _ in monitors(n)])
+        return
+    subprocess.run([sys.executable, "-c", _BASELINE_WRITER, str(rules), str(n)], check=True, cwd=baseline,
+                   env={**os.environ, "PYTHONPATH": str(baseline)})
+
+
+def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, workdir: Path,
+            baseline: Path | None = None) -> dict[str, Any]:
     ms = monitors(n)
-    rules = workdir / f"rules-{n}"
-    write_rules(rules, [slo for slo, _ in ms])
+    variant = "new" if baseline is None else "old"
+    rules = workdir / f"rules-{variant}-{n}"
+    write_rules(rules, n, baseline)
     subprocess.run([PROMTOOL, "check", "rules", *map(str, sorted(rules.glob("*.yml"))[:3])], check=True,
                    capture_output=True)
     exporter = Exporter(ms)
     try:
-        with (prometheus(workdir / f"with-{n}", exporter.port, rules, eval_interval) as with_rules,
-              prometheus(workdir / f"control-{n}", exporter.port, None, eval_interval) as control):
+        with (prometheus(workdir / f"with-{variant}-{n}", exporter.port, rules, eval_interval) as with_rules,
+              prometheus(workdir / f"control-{variant}-{n}", exporter.port, None, eval_interval) as control):
             time.sleep(warmup)
             a = {p: measure.sample(prom.pid) for p, prom in (("rules", with_rules), ("control", control))}
             time.sleep(measure_s)
@@ -137,7 +168,9 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
     finally:
         exporter.close()
     cores = {p: (b[p].cpu_seconds - a[p].cpu_seconds) / (b[p].at - a[p].at) for p in b}
-    return {"monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
+    shutil.rmtree(workdir, ignore_errors=True)  # the next run's disk and page cache
+    workdir.mkdir(parents=True, exist_ok=True)
+    return {"variant": variant, "monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
             "groups": stats["groups"], "group_eval_seconds_sum": round(stats["last_duration_s"], 4),
             "cores_with_rules": round(cores["rules"], 4), "cores_control": round(cores["control"], 4),
             "rules_cores": round(cores["rules"] - cores["control"], 4),
@@ -153,16 +186,21 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=300.0, help="seconds before the measured window")
     parser.add_argument("--measure", type=float, default=600.0, help="seconds measured")
     parser.add_argument("--eval", default="30s", help="Prometheus' evaluation interval")
+    parser.add_argument("--baseline", type=Path, help="another checkout: measure its rules too, after each of ours")
+    parser.add_argument("--baseline-max", type=int, default=5000,
+                        help="largest monitor count the baseline is measured at (its rules cost more)")
     args = parser.parse_args()
     if not shutil.which(PROMETHEUS):
         raise SystemExit(f"{PROMETHEUS} not found (bash scripts/bootstrap.sh --system installs it)")
     with tempfile.TemporaryDirectory(prefix="rules-cost-") as tmp:
         for n in (int(x) for x in args.monitors.split(",")):
-            row = run_one(n, warmup=args.warmup, measure_s=args.measure, eval_interval=args.eval,
-                          workdir=Path(tmp))
-            print(json.dumps(row), flush=True)
-            print(f"| {n} | {row['rules_loaded']:.0f} | {row['groups']} | {row['rules_cores']:.3f} | "
-                  f"{row['rules_rss_mib']:+.0f} MiB | {row['group_eval_seconds_sum']:.3f} s |", flush=True)
+            for baseline in [None, *([args.baseline] if args.baseline and n <= args.baseline_max else [])]:
+                row = run_one(n, warmup=args.warmup, measure_s=args.measure, eval_interval=args.eval,
+                              workdir=Path(tmp), baseline=baseline)
+                print(json.dumps(row), flush=True)
+                print(f"| {row['variant']} | {n} | {row['rules_loaded']:.0f} | {row['groups']} | "
+                      f"{row['rules_cores']:.3f} | {row['rules_rss_mib']:+.0f} MiB | "
+                      f"{row['group_eval_seconds_sum']:.3f} s |", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Data flow: watches (one list+watch per kind, :mod:`~route_monitor.operator.watch
 -> the supervisor's work queue -> one reconcile per monitor -> the probe engine and the writes
 (:class:`~route_monitor.kube.writer.KubeWriter`: create, then replace pinned to the version read;
 status through the status writer); results come back from the engine to the supervisor. Beside
-them: the Lease membership of replicas, the per-namespace scrape objects, the SLO read-back, the
+them: the Lease membership of replicas, the per-namespace scrape objects or the shared rule
+(:mod:`~route_monitor.operator.outputs.sharedrule`), the SLO read-back, the
 canary, ``/metrics`` + ``/readyz`` on the metrics port and kopf's ``/healthz`` on the health port
 (kopf runs the lifecycle only: no resource handlers).
 
@@ -33,7 +34,7 @@ from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator import slo_loop
 from route_monitor.operator.credentials import OperatorCredentials
 from route_monitor.operator.handlers import build_registry, kopf_settings
-from route_monitor.operator.outputs import scrapesync
+from route_monitor.operator.outputs import scrapesync, sharedrule
 from route_monitor.operator.refwatch import ReferenceWatches
 from route_monitor.operator.replicas import location
 from route_monitor.operator.replicas.membership import Membership, MembershipSettings
@@ -94,13 +95,19 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
     supervisor = Supervisor(settings=settings, kube=kube, engine=engine, metrics=operator_metrics,
                             member=settings.member, credentials=OperatorCredentials(references),
                             slo_of=None if settings.prometheus is None else slo_states.get)
+    owner = supervisor
     scrape_targets = scrapesync.for_supervisor(direct, kube, settings, supervisor) \
         if settings.scrape_per_namespace else None
+    shared_rule = None if settings.scrape_per_namespace else sharedrule.for_operator(
+        kube, namespace=settings.lease_namespace, labels=dict(settings.rules.object_labels),
+        owns=lambda key: owner.shard.owns(key))
 
     def membership_changed(before: Shard, after: Shard) -> None:
         supervisor.membership_changed(before, after)
         if scrape_targets is not None:
             scrape_targets.kick()
+        if shared_rule is not None:
+            shared_rule.kick()
 
     membership = None if settings.member is None else Membership(
         leases=kube.leases, metrics=operator_metrics, on_change=membership_changed,
@@ -148,6 +155,8 @@ async def serve(settings: OperatorSettings, *, tls: TLSContexts | None = None, c
         slo.begin()
         if scrape_targets is not None:
             tasks.append(asyncio.create_task(scrape_targets.run(), name="per-namespace scrape objects"))
+        if shared_rule is not None:
+            tasks.append(asyncio.create_task(shared_rule.run(), name="shared rule"))
         for watch in watches:  # from their start-up lists' versions
             tasks.append(asyncio.create_task(watch.run(), name=f"{watch.api.kind_name} watch"))
         await kopf.operator(

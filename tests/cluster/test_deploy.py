@@ -287,11 +287,15 @@ def test_deployment_runs_replicas_that_hand_over_without_a_gap() -> None:
     assert pod["terminationGracePeriodSeconds"] >= 10
 
 
-def test_leases_are_granted_by_a_role_in_the_operators_namespace_only() -> None:
+def test_leases_and_the_shared_rule_are_granted_by_a_role_in_the_operators_namespace_only() -> None:
     role, binding = load("role.yaml"), load("rolebinding.yaml")
     sa = load("serviceaccount.yaml")["metadata"]
     assert role["kind"] == "Role" and role["metadata"]["namespace"] == sa["namespace"]
-    assert [(r["apiGroups"], r["resources"]) for r in role["rules"]] == [(["coordination.k8s.io"], ["leases"])]
+    # the Leases, and the shared rule the operator keeps in its own namespace (with its conflict event)
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in role["rules"]] == [
+        (["coordination.k8s.io"], ["leases"], ["get", "list", "watch", "create", "patch", "delete"]),
+        (["monitoring.coreos.com"], ["prometheusrules"], ["get", "create", "update"]),
+        ([""], ["events"], ["create"])]
     assert binding["metadata"]["namespace"] == sa["namespace"] and binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
     assert not any(r["resources"] == ["leases"] for r in ROLE["rules"]), "no cluster-wide Lease access"

@@ -41,6 +41,7 @@ from lightkube.resources.core_v1 import Namespace
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
+from alert_rules.shared import shared_rule_groups
 from route_monitor.cli.demo_targets import healthy
 from route_monitor.operator.replicas.sharding import owner_of
 from tests.support.cluster import Cluster
@@ -114,11 +115,18 @@ def exported(op: Operator) -> set[str]:
 
 
 def load_rules(kube: Client, prom: Prometheus) -> None:
-    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them)."""
+    """The operator's PrometheusRules, as rule files (what prometheus-operator does with them): the
+    monitors' own and the one holding the shared groups every monitor's alerts read, which one of
+    the replicas keeps in the operator's namespace."""
     for monitor in MONITORS:
         rule = get(kube, PrometheusRule, names.prometheus_rule_name(monitor), NS)
         assert rule is not None, monitor
         (prom.rules_dir / f"{monitor}.yml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    wait_for(lambda: get(kube, PrometheusRule, names.SHARED_RULE_NAME, "route-monitor") is not None, timeout=30,
+             what="the shared rule the operator writes")
+    shared = get(kube, PrometheusRule, names.SHARED_RULE_NAME, "route-monitor")
+    assert shared is not None and shared["spec"]["groups"] == shared_rule_groups()
+    (prom.rules_dir / "shared.yml").write_text(yaml.safe_dump({"groups": shared["spec"]["groups"]}))
     prom.reload()
 
 

@@ -108,13 +108,13 @@ def dashboard_reads() -> dict[str, str]:
     return out
 
 
-def evaluated(prom: Prometheus, suffix: str) -> list[float]:
+def evaluated(prom: Prometheus, suffix: str, prefix: str = "") -> list[float]:
     """When each group of that kind last started an evaluation (Prometheus' ``lastEvaluation``,
     epoch seconds; groups in turn: an evaluation started means the previous ones are stored);
     a group not evaluated yet counts as 0."""
     out = []
     for g in prom.api("rules")["groups"]:
-        if g["name"].endswith(suffix):
+        if g["name"].startswith(prefix) and g["name"].endswith(suffix):
             if g["lastEvaluation"][:4] == "0001":
                 out.append(0.0)
                 continue
@@ -124,8 +124,8 @@ def evaluated(prom: Prometheus, suffix: str) -> list[float]:
 
 
 def offsets(prom: Prometheus, suffix: str, interval_s: int) -> list[float]:
-    """Each group's last evaluation, as seconds past its interval's boundary."""
-    return [t % interval_s for t in evaluated(prom, suffix) if t > 0]
+    """Each monitor's group's last evaluation, as seconds past its interval's boundary."""
+    return [t % interval_s for t in evaluated(prom, suffix, "route-monitor/") if t > 0]
 
 
 def test_every_record_the_dashboards_read_exists_for_every_monitor(scaled: Prometheus) -> None:

@@ -49,6 +49,7 @@ from prometheus_client import CollectorRegistry
 from alert_rules import names, readback
 from alert_rules.model import DAY_MS, MonitorSLO, Objective
 from alert_rules.rules import rule_groups
+from alert_rules.shared import shared_rule_groups
 from route_monitor.operator.slo_loop import SloLoop
 from route_monitor.slo.promapi import PrometheusAPI, PromSettings
 from route_monitor.slo.state import fields
@@ -166,8 +167,8 @@ def backfill_rules() -> list[RuleBackfill]:
 
     def pick(wanted: set[str]) -> list[dict[str, Any]]:
         groups = []
-        for (ns, name), objective in LIVE_MONITORS.items():
-            for g in rule_groups(MonitorSLO(ns, name, objective)):
+        monitors = [g for (ns, name), objective in LIVE_MONITORS.items() for g in rule_groups(MonitorSLO(ns, name, objective))]
+        for g in [*shared_rule_groups(), *monitors]:
                 rules = [r for r in g["rules"] if r.get("record") in wanted]
                 if rules:
                     groups.append({**{k: v for k, v in g.items() if k != "rules"}, "rules": rules})

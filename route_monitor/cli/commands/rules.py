@@ -4,9 +4,13 @@ Reads RouteMonitors and annotated Routes/HTTPRoutes/Ingresses/Services, prints t
 Prometheus rule file for all monitors, or one ``PrometheusRule`` object per monitor.
 ``--tile 30s`` shortens the long windows' tiles (test and demo stacks, ``alert_rules.tiles``).
 ``--tests DIR`` also writes, per monitor, its plain rule file and a ``promtool test rules``
-document exercising it (``promtool test rules DIR/*.test.yml``). ``--operator`` prints
-route-monitor's own alerts and the shared-path rules (``--shared-path-*``) instead
-(``deploy/base/operator-rules.yaml`` is that output).
+document exercising it (``promtool test rules DIR/*.test.yml``). The plain rule file starts
+with the SLI records every monitor shares (``alert_rules.shared``); the PrometheusRule objects
+are the monitors' own, as the operator writes them. ``--operator`` prints route-monitor's own
+alerts, the shared SLI records (at ``--tile``) and the shared-path rules (``--shared-path-*``)
+instead: for a Prometheus without prometheus-operator, or standalone users. ``--no-shared-slis``
+leaves the shared SLI records out: the operator writes them itself as a PrometheusRule
+(``deploy/base/operator-rules.yaml`` is ``--format prometheusrule --no-shared-slis``).
 
 Every problem is one line on stderr naming the file, the object and the field. Warnings are
 printed and do not fail; any error fails the command (exit 1) and nothing is written. No
@@ -28,6 +32,7 @@ from alert_rules.operator_alerts import OperatorAlerting, operator_prometheus_ru
 from alert_rules.operator_fixtures import operator_promtool_tests
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
+from alert_rules.shared import shared_rule_groups
 from alert_rules.tiles import DEFAULT_TILE_MS
 from route_monitor.cli import cliargs
 from route_monitor.files import fileplan, manifests
@@ -45,6 +50,9 @@ def add_arguments(ru: argparse.ArgumentParser) -> None:
                     help="with --operator: the scrape job of route-monitor's /metrics (default route-monitor)")
     ru.add_argument("--format", choices=("prometheus", "prometheusrule"), default="prometheus",
                     help="plain Prometheus rule groups (default) or PrometheusRule objects")
+    ru.add_argument("--no-shared-slis", action="store_true",
+                    help="with --operator: leave out the shared SLI groups (route-monitor-slis), which the "
+                         "operator writes itself where prometheus-operator runs")
     ru.add_argument("--tests", metavar="DIR", help="also write promtool test fixtures for the generated rules here")
     ru.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
@@ -114,10 +122,12 @@ def path_settings(args: argparse.Namespace) -> PathAlerting:
 
 
 def run_operator(args: argparse.Namespace, out: TextIO) -> int:
-    """``rules --operator``: route-monitor's own alerts and the shared-path rules (one group each,
-    for the whole installation), with promtool fixtures under ``--tests``."""
+    """``rules --operator``: route-monitor's own alerts, the shared SLI groups (unless
+    ``--no-shared-slis``) and the shared-path rules (for the whole installation), with promtool
+    fixtures under ``--tests``."""
     settings = OperatorAlerting(job=args.job, runbook_base=args.runbook_base_url or RuleDefaults.runbook_base)
-    groups = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]
+    shared = [] if args.no_shared_slis else shared_rule_groups(args.tile)
+    groups = [*operator_rule_groups(settings), *shared, *path_rule_groups(path_settings(args))]
     if args.format == "prometheus":
         text = with_header(to_yaml({"groups": groups}))
     else:
@@ -128,7 +138,8 @@ def run_operator(args: argparse.Namespace, out: TextIO) -> int:
         folder = Path(args.tests)
         folder.mkdir(parents=True, exist_ok=True)
         rules = folder / "route-monitor-operator.rules.yml"
-        rules.write_text(with_header(to_yaml({"groups": groups})), encoding="utf-8")
+        tested = [*operator_rule_groups(settings), *path_rule_groups(path_settings(args))]  # shared: per monitor
+        rules.write_text(with_header(to_yaml({"groups": tested})), encoding="utf-8")
         (folder / "route-monitor-operator.test.yml").write_text(
             with_header(to_yaml(operator_promtool_tests(settings, rules.name))), encoding="utf-8")
     if args.output:

@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 from alert_rules import durations
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml, with_header
+from alert_rules.shared import shared_rule_groups
 from route_monitor import logs
 from route_monitor.cli import cliargs
 from route_monitor.cli.canaryflag import CanaryFlagError, canary_settings, in_cluster
@@ -93,7 +94,8 @@ class Standalone:
                  path_alerting: PathAlerting | None = None, location: str = "") -> None:
         self.paths = paths
         self.options = options or Options()
-        shared = {PATH_RULES_FILE: with_header(to_yaml({"groups": path_rule_groups(path_alerting)}))}
+        groups = [*shared_rule_groups(self.options.tile_ms), *path_rule_groups(path_alerting)]
+        shared = {PATH_RULES_FILE: with_header(to_yaml({"groups": groups}))}
         self.rules = RuleFiles(Path(rules_dir), fixed=shared) if rules_dir else None
         self.registry = CollectorRegistry()
         metrics = ProbeMetrics(self.registry, location=location)

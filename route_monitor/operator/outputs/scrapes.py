@@ -18,7 +18,11 @@ objects named :data:`names.SCRAPE_OBJECT_NAME`:
   the ``endpointslice`` role) and Kubernetes builds neither from the other for a selectorless
   Service (its mirroring controller would copy Endpoints into a second slice: the Endpoints opt out);
 - a **ServiceMonitor** selecting that Service, asking ``/metrics?namespace=NS``: each replica
-  answers with that namespace's probe series only, so the enforced label is the true one.
+  answers with that namespace's probe series only, so the enforced label is the true one;
+
+and a **PrometheusRule** :data:`names.SHARED_RULE_NAME` with the shared SLI groups the monitors'
+alerts read (in cluster-scrape mode the operator keeps one such rule in its own namespace instead:
+``route_monitor.operator.outputs.sharedrule``, built by :func:`shared_rule` too).
 
 This module only computes the objects; :mod:`route_monitor.operator.outputs.scrapesync` writes them.
 """
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alert_rules import names
+from alert_rules.shared import shared_rule_groups
 
 METRICS_PORT_NAME = "metrics"
 SCRAPE_INTERVAL = "15s"
@@ -99,9 +104,20 @@ def service_monitor(namespace: str) -> dict[str, Any]:
                                     "params": {names.SCRAPE_PARAM_NAMESPACE: [namespace]}}]}}
 
 
-def objects(namespace: str, endpoints: OperatorEndpoints, *, slice_version: str) -> list[dict[str, Any]]:
-    """The four objects of ``namespace``, in the order they are written."""
-    return [service(namespace, endpoints), endpoints_object(namespace, endpoints),
+def shared_rule(namespace: str, rule_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The shared SLI groups every monitor's alerts read (``alert_rules.shared``), for this namespace's
+    monitors: the enforcing Prometheus scopes the rule to the namespace as it does the monitors' own."""
+    meta = {**_meta(namespace, {**(rule_labels or {}), **LABELS}), "name": names.SHARED_RULE_NAME}
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta,
+            "spec": {"groups": shared_rule_groups()}}
+
+
+def objects(namespace: str, endpoints: OperatorEndpoints, *, slice_version: str,
+            rule_labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The objects of ``namespace``, in the order they are written: the shared rule first (its name is
+    not the scrape objects' one, so a foreign Service holding theirs does not keep the monitors'
+    ``RouteMonitorProbesAbsent`` from saying they are not scraped)."""
+    return [shared_rule(namespace, rule_labels), service(namespace, endpoints), endpoints_object(namespace, endpoints),
             endpoint_slice(namespace, endpoints, version=slice_version), service_monitor(namespace)]
 
 

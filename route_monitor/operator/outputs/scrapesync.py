@@ -23,7 +23,6 @@ writes only for what changed.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,11 +30,12 @@ from typing import Any
 from alert_rules import names
 from route_monitor.kube import ownership
 from route_monitor.kube.apierrors import status_code
-from route_monitor.kube.apply import Kind, Outcome, apply
-from route_monitor.kube.resources import ENDPOINTS, SERVICE, SERVICE_MONITOR, Resource, endpoint_slice
+from route_monitor.kube.apply import Kind, Outcome
+from route_monitor.kube.resources import ENDPOINTS, PROMETHEUS_RULE, SERVICE, SERVICE_MONITOR, Resource, endpoint_slice
 from route_monitor.kube.rest import Rest
 from route_monitor.kube.writer import KubeWriter
 from route_monitor.operator.outputs import scrapes
+from route_monitor.operator.outputs.kept import KeptObjects
 from route_monitor.operator.settings import OperatorSettings
 from route_monitor.operator.supervisor import Supervisor
 from route_monitor.waits import wait_event
@@ -51,20 +51,25 @@ def slice_resource(version: str) -> Resource:
 
 def _plural(kind: str) -> str:
     return {"Service": "services", "Endpoints": "endpoints", "EndpointSlice": "endpointslices",
-            "ServiceMonitor": "servicemonitors"}[kind]
+            "ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}[kind]
+
+
+def _name(kind: str) -> str:
+    return names.SHARED_RULE_NAME if kind == "PrometheusRule" else names.SCRAPE_OBJECT_NAME
 
 
 class ScrapeObjects:
     def __init__(self, rest: Rest, kube: KubeWriter, *, operator_namespace: str, metrics_service: str,
-                 namespaces: tuple[str, ...] = ()) -> None:
+                 namespaces: tuple[str, ...] = (), rule_labels: Mapping[str, str] | None = None) -> None:
         self._rest = rest
+        self._rule_labels = dict(rule_labels or {})
         self._kube = kube
         self._operator_namespace = operator_namespace
         self._metrics_service = metrics_service
         self._namespaces = namespaces
         self.slice_version: str | None = None
-        self._known: dict[tuple[str, str], tuple[str, str, str]] = {}
-        """(namespace, kind) -> (uid, resourceVersion, desired as written): unchanged means no request."""
+        self._kept = KeptObjects(scrapes.up_to_date)
+        """(namespace, kind) -> what was last written there."""
         self.present: set[str] = set()
         """Namespaces holding our scrape objects."""
         self._reported: set[tuple[str, str]] = set()
@@ -72,7 +77,8 @@ class ScrapeObjects:
     def _res(self, kind: str) -> Resource:
         if kind == "EndpointSlice":
             return slice_resource(self.slice_version or SLICE_VERSIONS[0])
-        return {"Service": SERVICE, "Endpoints": ENDPOINTS, "ServiceMonitor": SERVICE_MONITOR}[kind]
+        return {"Service": SERVICE, "Endpoints": ENDPOINTS, "ServiceMonitor": SERVICE_MONITOR,
+                "PrometheusRule": PROMETHEUS_RULE}[kind]
 
     async def start(self) -> None:
         """Detect the EndpointSlice version served here; find the namespaces holding our objects."""
@@ -95,15 +101,16 @@ class ScrapeObjects:
             raise RuntimeError("this cluster serves no EndpointSlice API (discovery.k8s.io v1 or v1beta1)")
 
     async def refresh_present(self) -> None:
-        """Which namespaces hold our ServiceMonitor (another replica may have written them)."""
+        """Which namespaces hold our ServiceMonitor or shared rule (another replica may have written them)."""
         selector = {"labelSelector": f"{names.LABEL_MANAGED_BY}={names.MANAGED_BY}"}
         present: set[str] = set()
         for ns in self._namespaces or (None,):
-            items, _ = await self._rest.list(SERVICE_MONITOR.collection(ns), selector)
-            for sm in items:
-                meta = sm["metadata"]
-                if meta["name"] == names.SCRAPE_OBJECT_NAME:
-                    present.add(str(meta["namespace"]))
+            for kind in ("ServiceMonitor", "PrometheusRule"):
+                items, _ = await self._rest.list(self._res(kind).collection(ns), selector)
+                for obj in items:
+                    meta = obj["metadata"]
+                    if meta["name"] == _name(kind):
+                        present.add(str(meta["namespace"]))
         self.present = present
 
     async def operator_endpoints(self) -> scrapes.OperatorEndpoints | None:
@@ -114,7 +121,8 @@ class ScrapeObjects:
     async def ensure(self, namespace: str, endpoints: scrapes.OperatorEndpoints) -> None:
         assert self.slice_version is not None, "start() first"
         self.present.add(namespace)  # (removal deletes only what is ours)
-        for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version):
+        for obj in scrapes.objects(namespace, endpoints, slice_version=self.slice_version,
+                                   rule_labels=self._rule_labels):
             try:
                 written = await self._write(namespace, obj)
             except Exception as e:
@@ -122,8 +130,8 @@ class ScrapeObjects:
                     raise
                 self._endpoints_refused(namespace, e)
                 continue  # the EndpointSlice and ServiceMonitor still serve the endpointslice role
-            if not written:
-                return  # a foreign object holds a name: write nothing after it there
+            if not written and obj["kind"] != "PrometheusRule":
+                return  # a foreign object holds the scrape objects' name: write nothing after it there
 
     def _endpoints_refused(self, namespace: str, error: Exception) -> None:
         """Endpoints refused (RBAC of an older install: 403; addresses the API server does not take
@@ -161,45 +169,30 @@ class ScrapeObjects:
 
     async def _write(self, namespace: str, obj: Mapping[str, Any]) -> bool:
         """Create or update ``obj``; False when a foreign object holds its name (left untouched)."""
-        kind, name = str(obj["kind"]), names.SCRAPE_OBJECT_NAME
-        key, desired = (namespace, kind), json.dumps(obj, sort_keys=True)
-        known = self._known.get(key)
-        if known is not None and known[2] == desired:
+        kind, name = str(obj["kind"]), _name(str(obj["kind"]))
+        done = await self._kept.write((namespace, kind), obj, self._kind(self._res(kind)))
+        if done.outcome is not Outcome.FOREIGN:
             return True
-        done = await apply(self._kind(self._res(kind)), obj, pinned=None if known is None else known[:2],
-                           same=scrapes.up_to_date)
-        if done.outcome is Outcome.FOREIGN:
-            if key not in self._reported:
-                self._reported.add(key)
-                log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; this "
-                            "namespace's probe series are not scraped per namespace until it is renamed or "
-                            "removed", kind, namespace, name)
-            return False
-        if done.stored is None:  # changed, replaced or removed meanwhile: read it again next pass
-            self._known.pop(key, None)
-            return True
-        if known is None and done.outcome is not Outcome.CREATED:  # ours again at that name
-            self._reported.discard(key)
-        self._record(key, done.stored, desired)
-        return True
-
-    def _record(self, key: tuple[str, str], stored: Mapping[str, Any], desired: str) -> None:
-        self._known[key] = (ownership.uid_of(stored), ownership.version_of(stored), desired)
+        if done.first_report:
+            what = ("the monitors' alerts here read no shared SLI records" if kind == "PrometheusRule"
+                    else "this namespace's probe series are not scraped per namespace")
+            log.warning("%s %s/%s exists and was not created by route-monitor: left untouched; %s until it is "
+                        "renamed or removed", kind, namespace, name, what)
+        return False
 
     async def remove(self, namespace: str) -> None:
         """Delete our scrape objects in ``namespace`` (no monitors left there); never a foreign one."""
-        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service"):
-            self._known.pop((namespace, kind), None)
+        for kind in ("ServiceMonitor", "EndpointSlice", "Endpoints", "Service", "PrometheusRule"):
+            self._kept.forget((namespace, kind))
             res = self._res(kind)
             try:
-                existing = await self._rest.get(res.item(namespace, names.SCRAPE_OBJECT_NAME), {})
+                existing = await self._rest.get(res.item(namespace, _name(kind)), {})
             except Exception as e:
                 if status_code(e) == 404:
                     continue
                 raise
             if ownership.is_ours(existing):
-                await self._kube.delete_at_uid(res, _plural(kind), namespace, names.SCRAPE_OBJECT_NAME,
-                                               ownership.uid_of(existing))
+                await self._kube.delete_at_uid(res, _plural(kind), namespace, _name(kind), ownership.uid_of(existing))
         self.present.discard(namespace)
 
 
@@ -266,6 +259,7 @@ def for_supervisor(rest: Rest, kube: KubeWriter, settings: OperatorSettings,
     """The loop for the operator: namespaces of the supervisor's monitors, owned by the owner of
     ``(namespace, "")`` among the live replicas."""
     objects = ScrapeObjects(rest, kube, operator_namespace=settings.lease_namespace,
-                            metrics_service=settings.metrics_service, namespaces=settings.namespaces)
+                            metrics_service=settings.metrics_service, namespaces=settings.namespaces,
+                            rule_labels=dict(settings.rules.object_labels))
     return ScrapeTargets(objects, monitored=lambda: {ns for ns, _ in supervisor.world.monitors},
                          owns=lambda ns: supervisor.shard.owns((ns, "")))

@@ -75,7 +75,7 @@ def test_demo_runs_shows_where_things_are_and_exits_0(tmp_path: Path) -> None:
     folder = Path(re.search(r"rules:\s+(\S+)/rules/\*\.rules\.yml", out).group(1))  # type: ignore[union-attr]
     assert "prometheus --config.file=" in out
     assert set(re.findall(r"^(\S+)\s+\d+\.\d+%", out, re.M)) >= DEMO
-    assert len(list((folder / "rules").glob("*.rules.yml"))) == 6
+    assert len(list((folder / "rules").glob("*.rules.yml"))) == 6 + 1  # one per monitor, and the shared rules
     if shutil.which("promtool"):
         check = subprocess.run(["promtool", "check", "config", str(folder / "prometheus.yml")],
                                capture_output=True, text=True, timeout=60)

@@ -3,7 +3,8 @@
 Covers: Contract 4's alerts (names, labels, annotations, page/ticket toggles, the monitor's own
 labels and annotations, reserved labels), literal (non-template) annotation text, PromQL
 escaping of names, aggregation by (namespace, monitor), the cost shape (no raw window over 1h,
-long windows from tiles in a 5m group that the fast group never reads), deterministic output,
+long windows from tiles in a shared 5m group that no fast group reads; what is the same for every
+monitor recorded once), deterministic output,
 the ``le`` label as client_python renders it, the PrometheusRule object, and the findings.
 """
 
@@ -16,9 +17,10 @@ import pytest
 import yaml
 from prometheus_client.utils import floatToGoString
 
-from alert_rules import findings, names, prometheus_rule_file, prometheus_rule_object, rule_groups
+from alert_rules import findings, names, prometheus_rule_file, prometheus_rule_object, rule_groups, shared
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from alert_rules.promql import string_literal
+from alert_rules.shared import shared_rule_groups
 
 DAY = 86_400_000
 
@@ -54,7 +56,8 @@ BURN = {("page", "critical", "1h", "5m"), ("page", "critical", "6h", "30m"),
 ])
 def test_contract_4_alerts_and_toggles(page: bool, ticket: bool, latency: bool) -> None:
     wanted = {"page": page, "ticket": ticket}
-    expected = {(names.ALERT_PROBES_ABSENT, "warning", "", ""), (names.ALERT_CERTIFICATE_EXPIRY, "warning", "", "")}
+    expected = {(names.ALERT_PROBES_ABSENT, "warning", "", ""), (names.ALERT_CERTIFICATE_EXPIRY, "warning", "", ""),
+                (names.ALERT_RULES_INCOMPLETE, "warning", "", "")}
     for alert in [names.ALERT_ERROR_BUDGET_BURN] + ([names.ALERT_LATENCY_BUDGET_BURN] if latency else []):
         expected |= {(alert, sev, long, short) for kind, sev, long, short in BURN if wanted[kind]}
     assert keys(slo(page=page, ticket=ticket, latency=latency)) == expected
@@ -85,10 +88,17 @@ def test_default_runbook_points_at_the_alerts_anchor() -> None:
 def test_burn_description_states_the_numbers() -> None:
     [page] = [r for r in alerts(slo()) if r["labels"].get("long") == "1h"]
     d = page["annotations"]["description"]
-    assert "More than 1.44% of the probes of shop/checkout failed over both the last 1h and the last 5m" in d
-    assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the error budget" in d
-    burn = page["expr"].split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
-    assert burn.splitlines()[-2].endswith(">= 2")  # the single-probe guard
+    assert "More than 1.44% of the probes of shop/checkout failed over the last 1h and 5m" in d
+    assert "99.9% of probes succeeding over 30d" in d and "14.4x" in d and "2% of the budget" in d
+    burning_sel = 'namespace_monitor:route_monitor_probe_errors:burning1h{namespace="shop",monitor="checkout"}'
+    read, seen = page["expr"].split("\nunless on (namespace, monitor)\n")
+    assert read == f"(\n{burning_sel} == 1\n)"  # the shared record, and as soon as this group sees its path down:
+    assert names.FAILING_ON_PATH_RECORD in seen and names.PATH_DOWN_THRESHOLD_RECORD in seen
+    [burning] = [r["expr"] for r in shared_rule_groups()[0]["rules"]
+                 if r["record"] == names.burning_record("availability", "1h")]
+    burn = burning.split("\nunless on (namespace, monitor)\n")[0]  # then: not while a path is down
+    assert burn.splitlines()[-2].endswith(">= bool 2)")  # the single-probe guard
+    assert "/ 3600 * 0.02" in burn  # the threshold from the monitor's objective and period: 14.4 x budget
 
 
 def test_annotations_and_labels_are_literal_text_not_templates() -> None:
@@ -131,15 +141,41 @@ def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
     assert reads >= 4, "no raw read of the probe series found: the pattern no longer matches the rules"
 
 
-def test_long_windows_come_from_tiles_in_a_5m_group_the_fast_group_never_reads() -> None:
+def test_long_windows_come_from_tiles_in_a_shared_5m_group_the_fast_groups_never_read() -> None:
     fast, long, _period = rule_groups(slo(latency=True))
-    assert "interval" not in fast and long["interval"] == "5m"
-    long_records = {r["record"] for r in long["rules"] if "record" in r}
+    shared_fast, shared_long, _shared_period = shared_rule_groups()
+    assert "interval" not in fast and long["interval"] == "5m" and shared_long["interval"] == "5m"
+    long_records = {r["record"] for r in shared_long["rules"]}
     assert names.error_ratio_record("3d") in long_records and names.error_count_record("5m") in long_records
-    for rule in fast["rules"]:
+    assert names.slow_ratio_record("3d") in long_records and names.slow_count_record("6h") in long_records
+    for rule in [*fast["rules"], *shared_fast["rules"]]:
         assert not any(rec + "{" in rule["expr"] for rec in long_records), rule
-    three_days = next(r for r in long["rules"] if r.get("record") == names.error_ratio_record("3d"))
+    three_days = next(r for r in shared_long["rules"] if r["record"] == names.error_ratio_record("3d"))
     assert "[3d:5m]" in three_days["expr"] and "route_monitor_probes_total" not in three_days["expr"]
+    assert "[3d:5m]" not in prometheus_rule_file([slo(latency=True)], shared=False)
+
+
+def _rules_per_kind(text: str) -> tuple[int, int]:
+    rules = [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
+    return sum("record" in r for r in rules), sum("alert" in r for r in rules)
+
+
+def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
+    """The shared groups do not grow with the monitors; an availability monitor adds its alerts,
+    its failing records (overall and per path), its objective and period and its period ratio (the
+    budget left), and no window of its own; a latency SLI adds its threshold-bound ratios and tiles."""
+    def text(n: int, latency: bool = False) -> str:
+        return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
+    shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
+    one, two = _rules_per_kind(text(1)), _rules_per_kind(text(2))
+    assert one[0] == shared_records + 6 and two[0] == shared_records + 2 * 6
+    assert two[1] == 2 * one[1] == 2 * 7
+    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (6 + 5)
+    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 6
+    for group in rule_groups(slo(latency=True)):
+        for rule in group["rules"]:
+            assert "vector(" not in rule["expr"] or rule.get("record") in (
+                names.SLO_OBJECTIVE_RECORD, names.SLO_PERIOD_RECORD, names.LATENCY_OBJECTIVE_RECORD)
 
 
 def test_output_is_deterministic_and_independent_of_input_order() -> None:
@@ -148,8 +184,8 @@ def test_output_is_deterministic_and_independent_of_input_order() -> None:
     assert text == prometheus_rule_file([b, a])
     assert text.startswith("# Code generated by route-monitor. DO NOT EDIT.\n")
     groups = yaml.safe_load(text)["groups"]
-    assert [g["name"] for g in groups] == [f"route-monitor/shop/{m}{suffix}" for m in ("a", "b")
-                                           for suffix in ("", "/long-windows", "/period")]
+    assert [g["name"] for g in groups] == [*shared.GROUPS, *(f"route-monitor/shop/{m}{suffix}" for m in ("a", "b")
+                                                            for suffix in ("", "/long-windows", "/period"))]
 
 
 @pytest.mark.parametrize("threshold_ms", [1, 5, 100, 250, 300, 500, 1000, 1500, 2500, 10_000, 12_000, 30_000])

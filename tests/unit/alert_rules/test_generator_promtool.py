@@ -17,22 +17,31 @@ Covers:
   period fires nothing (and would fire RouteMonitorProbesAbsent if excluded probes were not
   counted as present); a target failing from its creation pages right after warm-up, one that
   comes up within warm-up never pages;
+- a monitor's rules loaded without the shared groups: no burn alert can fire through an hour of
+  failures, and RouteMonitorRulesIncomplete fires after 10 minutes (with them, it never does);
 - the scenarios can fail: without the two-probe guard, the single-failure scenario fails.
 
-Each scenario is its own promtool run; they run in parallel (module fixture) and are reported
-one by one.
+Scenarios of one input interval share a promtool run (each with a monitor of its own, the shared
+groups once: promtool evaluates every group at every step, so one run of N monitors costs far less
+than N runs); the runs go in parallel (module fixture) and each scenario is reported on its own.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from alert_rules import prometheus_rule_file, promtool_tests
+from alert_rules import durations, names, prometheus_rule_file, promtool_tests
+from alert_rules.fixtures import eval_order
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
+from alert_rules.rules import rule_groups
+from alert_rules.timeline import Timeline, steps
 from tests.support import promtool
 from tests.support.promtool import Job
 
@@ -117,10 +126,46 @@ def firing_at(at: str, **labels: str) -> dict:
     return {"expr": f"count({sel})", "eval_time": at, "exp_samples": [{"labels": "{}", "value": 1}]}
 
 
-def job(name: str, slo: MonitorSLO, interval: str, input_series: list[dict], checks: list[dict]) -> Job:
-    return Job(name, prometheus_rule_file([slo]), {
-        "rule_files": ["rules.yml"], "evaluation_interval": "1m",
-        "tests": [{"interval": interval, "input_series": input_series, "promql_expr_test": checks}]})
+@dataclass(frozen=True)
+class Scenario:
+    """One hand-written scenario: a monitor of its own (named after the scenario), its series at
+    ``interval`` and its checks. Scenarios of one interval and length share a promtool run
+    (:func:`pack`): one rule file with each monitor's groups and the shared groups once, one test
+    group holding every monitor's series, so the shared groups are evaluated once per step for all."""
+
+    name: str
+    slo: MonitorSLO
+    interval: str
+    input_series: list[dict]
+    checks: list[dict]
+
+    @property
+    def length_ms(self) -> int:
+        return max(durations.parse_ms(c["eval_time"]) for c in self.checks)
+
+
+def scenario(name: str, make: Callable[[str], MonitorSLO], interval: str,
+             body: Callable[[str], tuple[list[dict], list[dict]]]) -> Scenario:
+    """``make(monitor)`` and ``body(monitor)`` (series, checks) for the scenario's own monitor."""
+    monitor_name = f"s{zlib.crc32(name.encode()):08x}"
+    return Scenario(name, make(monitor_name), interval, *body(monitor_name))
+
+
+def pack(scenarios: list[Scenario], *, long_ms: int = 4 * 3_600_000) -> list[Job]:
+    """One promtool job per input interval (scenarios longer than ``long_ms`` on their own: the
+    others would be evaluated as long), named by the scenarios it holds."""
+    by_key: dict[tuple[str, bool, str], list[Scenario]] = {}
+    for sc in scenarios:
+        alone = sc.length_ms > long_ms
+        by_key.setdefault((sc.interval, alone, sc.name if alone else ""), []).append(sc)
+    jobs = []
+    for (interval, _, _), group in by_key.items():
+        slos = [sc.slo for sc in group]
+        jobs.append(Job(" + ".join(sc.name for sc in group), prometheus_rule_file(slos), {
+            "rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order(slos),
+            "tests": [{"interval": interval, "input_series": [x for sc in group for x in sc.input_series],
+                       "promql_expr_test": [c for sc in group for c in sc.checks]}]}))
+    return jobs
 
 
 def minutes(m: float) -> str:
@@ -132,36 +177,42 @@ SINGLE_FAILURE = [
 ]
 
 
-def single_failure_jobs() -> list[Job]:
+def single_failure_scenarios() -> list[Scenario]:
     out = []
     for objective, interval in SINGLE_FAILURE:
         per_hour = 3600 // interval
         # one failure after an hour of history, then two quiet hours
         history = "." * per_hour + "x" + "." * (2 * per_hour)
-        out.append(job(f"single-failed-probe-never-fires-{objective}-{interval}s", monitor(objective, interval),
-                       f"{interval}s", series(history), [never("3h")]))
+        out.append(scenario(f"single-failed-probe-never-fires-{objective}-{interval}s",
+                            lambda m, o=objective, i=interval: monitor(o, i, name=m), f"{interval}s",
+                            lambda m, h=history: (series(h, name=m), [never("3h", name=m)])))
         if interval == 30:  # a brand-new monitor whose second probe fails: the windows hold little else
             fresh = ".x" + "." * (2 * per_hour)
-            out.append(job(f"single-failed-probe-on-new-monitor-never-fires-{objective}-{interval}s",
-                           monitor(objective, interval), f"{interval}s", series(fresh), [never("2h")]))
+            out.append(scenario(f"single-failed-probe-on-new-monitor-never-fires-{objective}-{interval}s",
+                                lambda m, o=objective, i=interval: monitor(o, i, name=m), f"{interval}s",
+                                lambda m, f=fresh: (series(f, name=m), [never("2h", name=m)])))
     return out
 
 
 HARD_OUTAGE = [("99.9", 30), ("99", 30), ("99.95", 10), ("99.9", 60), ("99.5", 15)]
 
 
-def hard_outage_jobs() -> list[Job]:
+def hard_outage_scenarios() -> list[Scenario]:
     out = []
     for objective, interval in HARD_OUTAGE:
         per_min = 60 / interval
         budget = (100 - float(objective)) / 100
         math_min = 14.4 * budget * 60  # full outage after which the 1h ratio exceeds 14.4x budget
         outage = "." * int(60 * per_min) + "x" * int(90 * per_min)
-        checks = [never("60m"), firing_at(minutes(60 + math_min + 2), severity="critical", long="1h", short="5m")]
-        if math_min >= 3:
-            checks.append(none_at(minutes(60 + math_min - 1.5), severity="critical", long="1h", short="5m"))
-        out.append(job(f"hard-outage-pages-within-2m-of-budget-math-{objective}-{interval}s",
-                       monitor(objective, interval), f"{interval}s", series(outage), checks))
+
+        def body(m: str, outage: str = outage, math_min: float = math_min) -> tuple[list[dict], list[dict]]:
+            page = {"name": m, "severity": "critical", "long": "1h", "short": "5m"}
+            checks = [never("60m", name=m), firing_at(minutes(60 + math_min + 2), **page)]
+            if math_min >= 3:
+                checks.append(none_at(minutes(60 + math_min - 1.5), **page))
+            return series(outage, name=m), checks
+        out.append(scenario(f"hard-outage-pages-within-2m-of-budget-math-{objective}-{interval}s",
+                            lambda m, o=objective, i=interval: monitor(o, i, name=m), f"{interval}s", body))
     return out
 
 
@@ -171,61 +222,73 @@ def steady_rate(every: int, hours: float, per_hour: int) -> str:
     return "." * per_hour + burn[: int(hours * per_hour)]
 
 
-def other_jobs() -> list[Job]:
-    web = monitor("99.9", 30)
-    jobs = [
-        # 0.5% at 99.9%: 3x..6x budget; the 6h window holds at most 4 failures in 720 (0.56% < 0.6%)
-        job("steady-0.5pct-at-99.9-tickets-never-pages", web, "30s", series(steady_rate(200, 9, 120)), [
-            never("10h", severity="critical"),
-            firing_at("10h", severity="warning", long="3d", short="6h")]),
-        # 2% at 99.9%: one failure every 25 minutes; the second one within an hour pages
-        job("steady-2pct-at-99.9-pages-within-the-hour", web, "30s", series(steady_rate(50, 2, 120)), [
-            never("60m", severity="critical"),
-            firing_at("111m", severity="critical", long="1h", short="5m")]),
-        # 30 minutes down after an hour up, then up again
-        job("recovery-resolves-the-1h-page-within-10m-and-every-page-within-40m", web, "30s",
-            series("." * 120 + "x" * 60 + "." * 180), [
-                firing_at("89m", severity="critical", long="1h", short="5m"),
-                firing_at("89m", severity="critical", long="6h", short="30m"),
-                none_at("100m", severity="critical", long="1h", short="5m"),
-                none_at("130m", severity="critical")]),
-    ]
-    # 99.99% at 30s, where a single failure exceeds every threshold: the prober has 7 old failures,
-    # restarts at 1h (counters back to 0), fails once at 1h10m, moves to another pod at 2h
+def _moved(m: str) -> tuple[list[dict], list[dict]]:
+    """99.99% at 30s, where a single failure exceeds every threshold: the prober has 7 old failures,
+    restarts at 1h (counters back to 0), fails once at 1h10m, moves to another pod at 2h."""
     ok0, bad0 = counters("." * 120, start_failures=7)
     ok1, bad1 = counters("." * 20 + "x" + "." * 99)
     ok2, bad2 = counters("." * 120)
-    sel = 'route_monitor_probes_total{namespace="shop",monitor="web",instance="%s",result="%s"}'
+    sel = 'route_monitor_probes_total{namespace="shop",monitor="%s",instance="%s",result="%s"}'
     moved = [
-        {"series": sel % ("p0:8080", "success"), "values": run([*ok0, *ok1, "stale"])},
-        {"series": sel % ("p0:8080", "failure"), "values": run([*bad0, *bad1, "stale"])},
-        {"series": sel % ("p1:8080", "success"), "values": run(["_"] * 240 + ok2)},
-        {"series": sel % ("p1:8080", "failure"), "values": run(["_"] * 240 + bad2)},
+        {"series": sel % (m, "p0:8080", "success"), "values": run([*ok0, *ok1, "stale"])},
+        {"series": sel % (m, "p0:8080", "failure"), "values": run([*bad0, *bad1, "stale"])},
+        {"series": sel % (m, "p1:8080", "success"), "values": run(["_"] * 240 + ok2)},
+        {"series": sel % (m, "p1:8080", "failure"), "values": run(["_"] * 240 + bad2)},
     ]
-    gapless = 'count_over_time(namespace_monitor:route_monitor_probe_errors:ratio_rate5m{monitor="web"}[2h50m])'
-    jobs.append(job("prober-restart-and-move-fire-nothing-and-leave-no-gap", monitor("99.99", 30), "30s", moved, [
-        never("3h", alertname=".+"),
-        {"expr": gapless, "eval_time": "3h", "exp_samples": [{"labels": '{namespace="shop",monitor="web"}',
-                                                               "value": 171}]}]))
-    # latency 99% under 500ms: every probe succeeds, 3 in 10 take longer than 500ms
-    lat = monitor("99.9", 30, latency=(500, "99"))
+    gapless = f'count_over_time(namespace_monitor:route_monitor_probe_errors:ratio_rate5m{{monitor="{m}"}}[2h50m])'
+    return moved, [never("3h", alertname=".+", name=m),
+                   {"expr": gapless, "eval_time": "3h",
+                    "exp_samples": [{"labels": f'{{namespace="shop",monitor="{m}"}}', "value": 171}]}]
+
+
+def _slow(m: str) -> tuple[list[dict], list[dict]]:
+    """Latency 99% under 500ms: every probe succeeds, 3 in 10 take longer than 500ms."""
     n = 360
     ok, _ = counters("." * n)
     fast = [sum(1 for j in range(i + 1) if j < 120 or j % 10 >= 3) for i in range(n)]
-    h = 'route_monitor_probe_duration_seconds_%s{namespace="shop",monitor="web",instance="p0:8080"%s}'
-    jobs.append(job("latency-burn-pages-on-latency-only", lat, "30s", [
-        *series("." * n),
+    h = 'route_monitor_probe_duration_seconds_%s{namespace="shop",monitor="' + m + '",instance="p0:8080"%s}'
+    return [
+        *series("." * n, name=m),
         {"series": h % ("count", ""), "values": run(ok)},
         {"series": h % ("bucket", ',le="0.5"'), "values": run(fast)},
         {"series": h % ("bucket", ',le="+Inf"'), "values": run(ok)},
-    ], [never("3h", alertname="RouteMonitorErrorBudgetBurn"),
-        never("60m", alertname="RouteMonitorLatencyBudgetBurn"),
-        firing_at("95m", alertname="RouteMonitorLatencyBudgetBurn", severity="critical", long="1h", short="5m")]))
-    jobs.append(job("probes-vanishing-fire-probes-absent", web, "30s", [
-        {"series": s["series"], "values": s["values"] + " stale"} for s in series("." * 120)], [
-        none_at("69m", alertname="RouteMonitorProbesAbsent"),
-        firing_at("71m", alertname="RouteMonitorProbesAbsent", severity="warning")]))
-    return jobs
+    ], [never("3h", alertname="RouteMonitorErrorBudgetBurn", name=m),
+        never("60m", alertname="RouteMonitorLatencyBudgetBurn", name=m),
+        firing_at("95m", alertname="RouteMonitorLatencyBudgetBurn", name=m, severity="critical", long="1h",
+                  short="5m")]
+
+
+def other_scenarios() -> list[Scenario]:
+    def web(m: str) -> MonitorSLO:
+        return monitor("99.9", 30, name=m)
+    return [
+        # 0.5% at 99.9%: 3x..6x budget; the 6h window holds at most 4 failures in 720 (0.56% < 0.6%)
+        scenario("steady-0.5pct-at-99.9-tickets-never-pages", web, "30s", lambda m: (
+            series(steady_rate(200, 9, 120), name=m),
+            [never("10h", name=m, severity="critical"),
+             firing_at("10h", name=m, severity="warning", long="3d", short="6h")])),
+        # 2% at 99.9%: one failure every 25 minutes; the second one within an hour pages
+        scenario("steady-2pct-at-99.9-pages-within-the-hour", web, "30s", lambda m: (
+            series(steady_rate(50, 2, 120), name=m),
+            [never("60m", name=m, severity="critical"),
+             firing_at("111m", name=m, severity="critical", long="1h", short="5m")])),
+        # 30 minutes down after an hour up, then up again
+        scenario("recovery-resolves-the-1h-page-within-10m-and-every-page-within-40m", web, "30s", lambda m: (
+            series("." * 120 + "x" * 60 + "." * 180, name=m),
+            [firing_at("89m", name=m, severity="critical", long="1h", short="5m"),
+             firing_at("89m", name=m, severity="critical", long="6h", short="30m"),
+             none_at("100m", name=m, severity="critical", long="1h", short="5m"),
+             none_at("130m", name=m, severity="critical")])),
+        scenario("prober-restart-and-move-fire-nothing-and-leave-no-gap",
+                 lambda m: monitor("99.99", 30, name=m), "30s", _moved),
+        scenario("latency-burn-pages-on-latency-only",
+                 lambda m: monitor("99.9", 30, name=m, latency=(500, "99")), "30s", _slow),
+        scenario("probes-vanishing-fire-probes-absent", web, "30s", lambda m: (
+            [{"series": x["series"], "values": x["values"] + " stale"} for x in series("." * 120, name=m)],
+            [none_at("69m", alertname="RouteMonitorProbesAbsent", name=m),
+             firing_at("71m", alertname="RouteMonitorProbesAbsent", name=m, severity="warning"),
+             never("71m", alertname="RouteMonitorRulesIncomplete", name=m)])),
+    ]
 
 
 def literal_annotation_job() -> Job:
@@ -237,8 +300,27 @@ def literal_annotation_job() -> Job:
     return Job("user-annotations-and-labels-render-literally", prometheus_rule_file([slo]), tests)
 
 
+def rules_incomplete_job() -> Job:
+    """A monitor's own rules without the shared groups (a Prometheus that does not load them): its
+    burn alerts cannot fire through an hour of failures, and ``RouteMonitorRulesIncomplete`` says so
+    after 10 minutes of probe series, with its exact labels and annotations."""
+    slo = monitor("99.9", 30, name="alone")
+    [rule] = [r for g in rule_groups(slo) for r in g["rules"] if r.get("alert") == names.ALERT_RULES_INCOMPLETE]
+    fired = [{"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "30s", "input_series": series("." * 60 + "x" * 120, name="alone"),
+        "alert_rule_test": [
+            {"alertname": names.ALERT_RULES_INCOMPLETE, "eval_time": "9m", "exp_alerts": []},
+            {"alertname": names.ALERT_RULES_INCOMPLETE, "eval_time": "11m", "exp_alerts": fired},
+            {"alertname": names.ALERT_RULES_INCOMPLETE, "eval_time": "89m", "exp_alerts": fired},
+            {"alertname": names.ALERT_ERROR_BUDGET_BURN, "eval_time": "89m", "exp_alerts": []},
+        ]}]}
+    return Job("rules-without-the-shared-groups-fire-rules-incomplete", prometheus_rule_file([slo], shared=False),
+               tests)
+
+
 def without_guard(job: Job) -> Job:
-    rules = re.sub(r"\n *and\n *\(\n.*?\n *\) >= 2", "", job.rules, flags=re.S)
+    rules = re.sub(r"\n *\* on \(namespace, monitor\)\n *\([^\n]*:count\w+ >= bool 2\)", "", job.rules)
     assert rules != job.rules
     return Job(job.name + "-WITHOUT-GUARD", rules, job.tests)
 
@@ -255,26 +337,39 @@ def absent_ignoring_excluded_job() -> Job:
     return Job("maintenance-fixtures-WITH-ABSENT-IGNORING-EXCLUDED", mutated, tests)
 
 
-SCENARIOS = [*single_failure_jobs(), *hard_outage_jobs(), *other_jobs(), literal_annotation_job()]
-MUTANTS = [without_guard(j) for j in SCENARIOS if j.name == "single-failed-probe-never-fires-99.99-30s"]
+SCENARIOS = [*single_failure_scenarios(), *hard_outage_scenarios(), *other_scenarios()]
+ALONE = [literal_annotation_job(), rules_incomplete_job()]
+PACKED = [*pack(SCENARIOS), *ALONE]
+JOB_OF = {**{sc.name: j.name for j in PACKED for sc in SCENARIOS if sc.name in j.name.split(" + ")},
+          **{j.name: j.name for j in ALONE}}
+GUARDED = "single-failed-probe-never-fires-99.99-30s"
+MUTANTS = [without_guard(j) for j in PACKED if j.name == JOB_OF[GUARDED]]
 ABSENT_MUTANT = absent_ignoring_excluded_job()
 
 
 @pytest.fixture(scope="module")
 def scenario_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
-    return promtool.run_many([*SCENARIOS, *MUTANTS, ABSENT_MUTANT], tmp_path_factory.mktemp("scenarios"))
+    return promtool.run_many([*PACKED, *MUTANTS, ABSENT_MUTANT], tmp_path_factory.mktemp("scenarios"))
 
 
-@pytest.mark.parametrize("name", [j.name for j in SCENARIOS])
+def test_every_scenario_has_its_own_monitor_and_fewer_promtool_runs() -> None:
+    assert len({sc.slo.name for sc in SCENARIOS}) == len(SCENARIOS) == 31
+    assert set(JOB_OF) == {*(sc.name for sc in SCENARIOS), *(j.name for j in ALONE)}
+    assert len(PACKED) <= 9
+
+
+@pytest.mark.parametrize("name", list(JOB_OF))
 def test_scenario(scenario_results: dict[str, promtool.Result], name: str) -> None:
-    result = scenario_results[name]
+    """A scenario fails when the promtool run holding it fails (its output names the checks)."""
+    result = scenario_results[JOB_OF[name]]
     assert result.ok, result.output
 
 
 def test_single_failure_scenario_catches_a_missing_guard(scenario_results: dict[str, promtool.Result]) -> None:
     [mutant] = MUTANTS
     result = scenario_results[mutant.name]
-    assert not result.ok and "RouteMonitorErrorBudgetBurn" in result.output
+    guarded = next(sc for sc in SCENARIOS if sc.name == GUARDED).slo.name
+    assert not result.ok and "RouteMonitorErrorBudgetBurn" in result.output and guarded in result.output
 
 
 def test_maintenance_fixtures_catch_probes_absent_ignoring_excluded_probes(
@@ -299,6 +394,43 @@ FIXTURE_MONITORS = {
 def fixture_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, promtool.Result]:
     jobs = [Job(k, prometheus_rule_file([s]), promtool_tests(s, "rules.yml")) for k, s in FIXTURE_MONITORS.items()]
     return promtool.run_many(jobs, tmp_path_factory.mktemp("fixtures"))
+
+
+def monitors_come_and_go_job() -> Job:
+    """The hard-outage fixture of one monitor, while another monitor appears (its series start an
+    hour in, with a latency SLO and one slow probe) and a third goes away (its series vanish 45
+    minutes in): the burning monitor pages and resolves exactly as alone (the fixture's own
+    checks), the new one is recorded as soon as it is scraped, the gone one's ratio ends."""
+    burning, added, gone = monitor("99.9", 30), monitor("99.5", 30, name="new", latency=(500, "99")), \
+        monitor("99", 30, name="gone")
+    doc = promtool_tests(burning, "rules.yml")
+    [outage] = [g for g in doc["tests"] if g["name"] == "hard outage pages, then resolves"]
+    n = 165 * 2  # the fixture's 30m + 90m + 45m at 30s
+    others = [Timeline("shop", "new", tuple(steps("gone", 120) + steps("ok", 60) + steps("slow", 1)
+                                            + steps("ok", n - 181)), "0.5"),
+              Timeline("shop", "gone", tuple(steps("ok", 90) + steps("gone", n - 90)))]
+    ratio = "namespace_monitor:route_monitor_probe_errors:ratio_rate5m"
+    slow = "namespace_monitor:route_monitor_probe_slow:ratio_rate30m"
+    checks = [
+        {"expr": f'{ratio}{{monitor="new"}}', "eval_time": "59m", "exp_samples": []},
+        {"expr": f'{ratio}{{monitor="new"}}', "eval_time": "65m",
+         "exp_samples": [{"labels": f'{ratio}{{namespace="shop",monitor="new"}}', "value": 0}]},
+        {"expr": f'last_over_time({slow}{{monitor="new"}}[10m]) > bool 0', "eval_time": "100m",
+         "exp_samples": [{"labels": '{namespace="shop",monitor="new"}', "value": 1}]},
+        {"expr": f'{ratio}{{monitor="gone"}}', "eval_time": "44m",
+         "exp_samples": [{"labels": f'{ratio}{{namespace="shop",monitor="gone"}}', "value": 0}]},
+        {"expr": f'{ratio}{{monitor="gone"}}', "eval_time": "52m", "exp_samples": []},
+    ]
+    group = {**outage, "name": "monitors come and go while one burns",
+             "input_series": outage["input_series"] + [s for tl in others for s in tl.input_series()],
+             "promql_expr_test": outage["promql_expr_test"] + checks}
+    return Job("monitors-come-and-go-while-one-burns", prometheus_rule_file([burning, added, gone]), {
+        **doc, "group_eval_order": eval_order([burning, added, gone]), "tests": [group]})
+
+
+def test_monitors_come_and_go_while_one_burns(tmp_path: Path) -> None:
+    [result] = promtool.run_many([monitors_come_and_go_job()], tmp_path).values()
+    assert result.ok, result.output
 
 
 @pytest.mark.parametrize("name", list(FIXTURE_MONITORS))
@@ -331,7 +463,8 @@ def test_period_error_ratio_and_budget_are_exact_from_hourly_tiles(tmp_path: Pat
     restart = 150  # minutes: the counters start again from 0 (a prober restart)
     ok = f"0+15x{restart - 1} 0+15x{300 - restart}"
     bad = f"0+5x{restart - 1} 0+5x{300 - restart}"
-    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order([slo]),
+             "tests": [{
         "interval": "1m",
         "input_series": [
             {"series": f'route_monitor_probes_total{{{sel},result="success",instance="a"}}', "values": ok},

@@ -23,13 +23,17 @@ from typing import Any
 import pytest
 
 from alert_rules import findings, names, prometheus_rule_file, promtool_tests, readback, rule_groups, tiles
+from alert_rules.fixtures import eval_order
 from alert_rules.model import LatencyObjective, MonitorSLO, Objective
+from alert_rules.shared import shared_rule_groups
 from route_monitor.cli.main import build_parser, main
 from tests.support import promtool
 from tests.support.promtool import Job
 
 ROOT = Path(__file__).resolve().parents[3]
 TILE_RECORD = re.compile(r"namespace_monitor:route_monitor_\w+:(?:increase|count)(\w+)")
+WINDOW_COUNTS = {"1h", "6h", "1d", "3d"}
+"""The guards' counts over the long windows (``...:count6h``): windows, not tiles."""
 RECORD_REF = re.compile(r"namespace_monitor:route_monitor_\w+:\w+")
 
 
@@ -69,21 +73,29 @@ def without_exprs(groups: list[dict[str, Any]]) -> list[Any]:
 @pytest.mark.parametrize(("tile", "hour"), [("30s", "6m"), ("1m", "12m")])
 def test_short_tile_rules_read_only_what_they_record(tile: str, hour: str) -> None:
     short, default = rule_groups(slo(tile=tile)), rule_groups(slo(tile="5m"))
+    shared = shared_rule_groups(tiles.parse(tile))
+    shared += rule_groups(replace(slo(tile=tile), name="web-3", vantages=3, quorum=2))  # the quorum marker
     fast, long, period = short
-    assert fast == default[0]  # the 1h/5m page and absence alert read the raw counters
-    assert long["interval"] == tile and period["interval"] == hour  # twelve tiles: 1h at the default tile
-    assert default[2]["interval"] == "1h"
+    # the 1h/5m page and absence alert read the shared raw-counter records; only the latency tiles differ
+    assert [r for r in fast["rules"] if "alert" in r] == [r for r in default[0]["rules"] if "alert" in r]
+    assert long["interval"] == shared[1]["interval"] == tile and period["interval"] == shared[2]["interval"] == hour
+    assert shared[4]["interval"] == tile and shared[5]["interval"] == hour
+    assert default[2]["interval"] == "1h"  # twelve tiles: 1h at the default tile
     assert without_exprs(short) == without_exprs(default)  # same alerts, labels, annotations
     assert {r["for"] for r in long["rules"] if r.get("alert") == names.ALERT_ERROR_BUDGET_BURN} == {tile}
-    recorded = {r["record"] for g in short for r in g["rules"] if "record" in r}
-    for group in (long, period):
+    recorded = {r["record"] for g in [*short, *shared] for r in g["rules"] if "record" in r}
+    for group in [*short, *shared]:
         for rule in group["rules"]:
             expr = rule["expr"]
-            assert set(TILE_RECORD.findall(expr)) <= {tile, hour}, expr
             assert set(RECORD_REF.findall(expr)) <= recorded, expr
-            for summed, step in re.findall(r"(namespace_monitor:\S+?)\{[^}]*\}(?:\[\w+\]\))?\[\w+:(\w+)\]", expr):
+            if group["name"] == shared[0]["name"]:
+                continue  # the 1h/5m page's 1h count is from the raw counters, no tile
+            assert set(TILE_RECORD.findall(expr)) - WINDOW_COUNTS <= {tile, hour}, expr
+            for summed, step in re.findall(r"(namespace_monitor:\S+?)(?:\{[^}]*\})?(?:\[\w+\]\))?\[\w+:(\w+)\]",
+                                           expr):
                 assert step == (hour if summed.endswith(f"increase{hour}") else tile), expr
-    assert {m for g in short for r in g["rules"] for m in TILE_RECORD.findall(r.get("record", ""))} == {tile, hour}
+    assert {m for g in [*short, *shared] for r in g["rules"] for m in TILE_RECORD.findall(r.get("record", ""))} \
+        - WINDOW_COUNTS == {tile, hour}
 
 
 def test_dashboards_read_no_tiles_and_the_operator_reads_default_ones() -> None:
@@ -154,7 +166,8 @@ def period_job(name: str, evaluation: str) -> Job:
     ok = [8 * i - failed[i] for i in range(600)]
     hourly = {"probes": 96, "probe_errors": 24}
     return Job(name, prometheus_rule_file([slo(3, "30s", "50")]), {
-        "rule_files": ["rules.yml"], "evaluation_interval": evaluation, "tests": [{
+        "rule_files": ["rules.yml"], "evaluation_interval": evaluation,
+        "group_eval_order": eval_order([slo(3, "30s", "50")]), "tests": [{
             "interval": "30s",
             "input_series": [
                 {"series": f'route_monitor_probes_total{{{sel},result="success"}}', "values": " ".join(map(str, ok))},

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from alert_rules import prometheus_rule_file, rules
+from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
 from tests.support import promtool
 from tests.support.promtool import Job
@@ -65,7 +66,7 @@ FAST, SLOW = {"long": "1h", "short": "5m"}, {"long": "6h", "short": "30m"}
 def job(name: str, availability: str, outcomes: str, checks: list[dict[str, Any]]) -> Job:
     slo = MonitorSLO("shop", "web", Objective(Decimal(availability)), 30_000)
     return Job(name, prometheus_rule_file([slo]), {
-        "rule_files": ["rules.yml"], "evaluation_interval": "1m",
+        "rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order([slo]),
         "tests": [{"interval": "30s", "input_series": counters(outcomes), "promql_expr_test": checks}]})
 
 

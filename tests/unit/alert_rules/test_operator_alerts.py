@@ -5,7 +5,9 @@
   skipped probes, monitors not Ready and throttled status writes fire on their series and stay
   quiet below their thresholds;
 - ``deploy/base/operator-rules.yaml`` (PrometheusRule) and ``deploy/prometheus/route-monitor-operator.rules.yml``
-  (plain rules) are exactly what ``route-monitor rules --operator`` prints;
+  (plain rules) are exactly what ``route-monitor rules --operator`` prints; the PrometheusRule
+  holds no shared SLI group (the operator writes those itself: one writer per series), the plain
+  file all of them;
 - every operator alert has a runbook section; the PrometheusRule is not labelled as an object the
   operator manages (it is the user's to apply, so the operator never writes over it).
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alert_rules import names, operator_alerts
+from alert_rules import names, operator_alerts, shared
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = [sys.executable, "-m", "route_monitor.cli.main"]
@@ -41,14 +43,30 @@ def test_generated_promtool_fixtures_pass(tmp_path: Path) -> None:
     assert fired == set(operator_alerts.ALERTS), "every alert is shown firing at least once"
 
 
-@pytest.mark.parametrize(("path", "fmt"), [
-    pytest.param("deploy/base/operator-rules.yaml", "prometheusrule", id="prometheusrule"),
-    pytest.param("deploy/prometheus/route-monitor-operator.rules.yml", "prometheus", id="plain"),
+@pytest.mark.parametrize(("path", "args"), [
+    pytest.param("deploy/base/operator-rules.yaml", ("--format", "prometheusrule", "--no-shared-slis"),
+                 id="prometheusrule"),
+    pytest.param("deploy/prometheus/route-monitor-operator.rules.yml", ("--format", "prometheus"), id="plain"),
 ])
-def test_shipped_files_are_the_generated_ones(path: str, fmt: str) -> None:
-    result = cli("rules", "--operator", "--format", fmt)
+def test_shipped_files_are_the_generated_ones(path: str, args: tuple[str, ...]) -> None:
+    result = cli("rules", "--operator", *args)
     assert result.returncode == 0, result.stderr
-    assert (ROOT / path).read_text() == result.stdout, f"regenerate: route-monitor rules --operator --format {fmt} -o {path}"
+    assert (ROOT / path).read_text() == result.stdout, f"regenerate: route-monitor rules --operator {' '.join(args)} -o {path}"
+
+
+def shipped_groups(path: str) -> set[str]:
+    text = (ROOT / path).read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    return {g["name"] for d in docs for g in (d.get("spec") or d)["groups"]}
+
+
+def test_only_the_plain_file_ships_the_shared_groups() -> None:
+    """The operator writes the shared groups itself (route-monitor.slis); a copy in deploy/ would
+    be a second writer of every shared series."""
+    assert not shipped_groups("deploy/base/operator-rules.yaml") & set(shared.GROUPS)
+    assert set(shared.GROUPS) <= shipped_groups("deploy/prometheus/route-monitor-operator.rules.yml")
+    bundled = ROOT / "bundle/manifests/route-monitor-operator-alerts_monitoring.coreos.com_v1_prometheusrule.yaml"
+    assert not {g["name"] for g in yaml.safe_load(bundled.read_text())["spec"]["groups"]} & set(shared.GROUPS)
 
 
 @pytest.mark.prometheus

@@ -2,8 +2,8 @@
 
 Each scenario feeds raw probe counters and ``route_monitor_monitor_path_info`` series (one
 sample per 30-second probe) to every monitor's generated rules plus the ``route-monitor-paths``
-group, evaluated every 30 seconds in promtool's own (random) group order; every order of the
-groups that decide a page is tried in ``test_path_rules_order``. Covered:
+group and the shared SLI groups, evaluated every 30 seconds, each group after the records it reads;
+every order of the groups that decide a page is tried in ``test_path_rules_order``. Covered:
 
 - K/F thresholds: 3 of 8 failing (below F) and 2 of 4 (below K) page per monitor, no SharedPathDown;
 - a shared outage: one SharedPathDown (value: monitors affected), never a per-monitor page or
@@ -26,10 +26,12 @@ from typing import Any
 import pytest
 
 from alert_rules import names
+from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml
 from alert_rules.rules import rule_groups
+from alert_rules.shared import shared_rule_groups
 from tests.support import promtool
 
 pytestmark = pytest.mark.prometheus
@@ -97,10 +99,11 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
 def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: list[dict[str, Any]],
         order: tuple[str, ...] = ()) -> promtool.Job:
     """One promtool job; ``order``: the groups evaluated first, in this order, the others after them
-    in their file's order (promtool's ``group_eval_order`` must name every group: one it leaves
-    out ranks with the first one named)."""
+    in their file's order (the shared groups first; promtool's ``group_eval_order`` must name every
+    group: one it leaves out ranks with the first one named); without it, each group after the
+    records it reads (``alert_rules.fixtures.eval_order``)."""
     slos = [MonitorSLO(NS, m, Objective(Decimal("99.9"))) for m in monitors]
-    groups = [g for slo in slos for g in rule_groups(slo)]
+    groups = [*shared_rule_groups(), *(g for slo in slos for g in rule_groups(slo))]
     groups += path_rule_groups(PathAlerting(min_monitors=3, min_ratio=Decimal("0.5"), hold="5m"))
     series = [s for m, (paths, outcomes) in monitors.items() for s in monitor_series(m, paths, outcomes)]
     alert_tests = [c for c in checks if "alertname" in c]
@@ -109,9 +112,9 @@ def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: lis
     if expr_tests:
         test["promql_expr_test"] = expr_tests
     doc: dict[str, Any] = {"rule_files": ["rules.yml"], "evaluation_interval": f"{STEP_S}s"}
-    if order:
-        listed = set(order)
-        doc["group_eval_order"] = [*order, *(g["name"] for g in groups if g["name"] not in listed)]
+    listed = set(order)
+    doc["group_eval_order"] = ([*order, *(g["name"] for g in groups if g["name"] not in listed)] if order
+                               else eval_order(slos, paths=True))
     return promtool.Job(name, to_yaml({"groups": groups}), {**doc, "tests": [test]})
 
 

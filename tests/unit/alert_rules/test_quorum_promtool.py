@@ -25,10 +25,12 @@ from typing import Any
 import pytest
 
 from alert_rules import names, readback
+from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.quorum import partially_unreachable, quorum_records
 from alert_rules.render import to_yaml
 from alert_rules.rules import rule_groups
+from alert_rules.shared import shared_rule_groups
 from tests.support import promtool
 
 pytestmark = pytest.mark.prometheus
@@ -165,14 +167,19 @@ def generated_slo(vantages: int, quorum: int) -> MonitorSLO:
 
 
 def generated(vantages: int, quorum: int) -> str:
-    return to_yaml({"groups": rule_groups(generated_slo(vantages, quorum))})
+    """The monitor's groups after the shared ones (``alert_rules.shared``), as one rule file."""
+    return to_yaml({"groups": [*shared_rule_groups(), *rule_groups(generated_slo(vantages, quorum))]})
+
+
+def generated_doc(vantages: int, quorum: int, test: dict[str, Any]) -> dict[str, Any]:
+    return {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
+            "group_eval_order": eval_order([generated_slo(vantages, quorum)]), "tests": [test]}
 
 
 def generated_job(name: str, series: list[dict[str, str]], alerts: list[dict[str, Any]],
                   exprs: list[dict[str, Any]] | None = None) -> promtool.Job:
     test = {"interval": STEP, "input_series": series, "alert_rule_test": alerts, "promql_expr_test": exprs or []}
-    return promtool.Job(name, generated(3, 2), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
-                                               "tests": [test]})
+    return promtool.Job(name, generated(3, 2), generated_doc(3, 2, test))
 
 
 def pages(minute: int, pairs: list[str]) -> dict[str, Any]:
@@ -188,12 +195,15 @@ GENERATED = [
         *counters("a", [("0", 20), ("10", 60)]), *counters("b", [("0", 80)]), *counters("c", [("0", 80)])], [
         *({"alertname": names.ALERT_ERROR_BUDGET_BURN, "eval_time": f"{m}m", "exp_alerts": []} for m in (25, 30, 39)),
         {"alertname": names.ALERT_PARTIALLY_UNREACHABLE, "eval_time": "35m", "exp_alerts": [ticket("a")]}],
-        [value(QUORUM, 35, 0.0), value(REACH, 35, 1 / 3)]),
+        [value(QUORUM, 35, 0.0), value(REACH, 35, 1 / 3), value(names.error_ratio_record("30m"), 39, 0.0),
+         value(names.error_ratio_record("1h"), 39, 0.0)]),
     generated_job("generated: two of three locations failing page", [
         *counters("a", [("0", 20), ("10", 60)]), *counters("b", [("0", 20), ("10", 60)]),
         *counters("c", [("0", 80)])], [
         {"alertname": names.ALERT_PARTIALLY_UNREACHABLE, "eval_time": "30m", "exp_alerts": []}],
-        [pages(24, ["1h", "6h"]), value(QUORUM, 35, 1.0)]),
+        [pages(24, ["1h", "6h"]), value(QUORUM, 35, 1.0), value(names.error_ratio_record("30m"), 39, 0.85)]),
+    # 30m at 39m: the tiles ending 15m..35m fail under the quorum (1.0), the one ending 10m in one of ten
+    # probes: (5 + 0.1) / 6; without the quorum (the shared tiles) two of three locations' failures: 0.57
 ]
 
 
@@ -219,11 +229,13 @@ def test_one_vantage_generates_todays_rules() -> None:
 
 
 def test_three_vantages_cost_one_rule_more_for_the_period_reachability() -> None:
-    """The reachability tile is the only rule added for it, in the group of the tiles it is read with."""
+    """The reachability tile is one rule, beside the monitor's error tile under the quorum (both
+    recorded at every evaluation of the same group); a monitor of one vantage has none."""
     one, three = (rule_groups(generated_slo(k, q)) for k, q in ((1, 1), (3, 2)))
     tile = names.reachability_errors_increase_record(W)
     [group] = [g for g in three if any(r.get("record") == tile for r in g["rules"])]
-    assert group["interval"] == W and any(r.get("record") == names.probes_increase_record(W) for r in group["rules"])
+    assert [r.get("record") for r in group["rules"]].count(tile) == 1
+    assert any(r.get("record") == names.errors_increase_record(W) for r in group["rules"])
     assert not any(r.get("record") == tile for g in one for r in g["rules"])
 
 
@@ -272,8 +284,43 @@ def test_upgrade_joins_series_without_and_with_location(tmp_path: Path) -> None:
     checks = [near(names.error_ratio_record("5m"), m) for m in (15, 30, 39)]
     checks += [near(names.error_ratio_record("1h"), m) for m in (25, 39)]
     checks += [near(names.error_ratio_record("30m"), 39)]  # summed from tiles across the swap
-    job_ = promtool.Job("upgrade", generated(1, 1), {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
-                                                     "tests": [{"interval": STEP, "input_series": [*old, *new],
-                                                                "promql_expr_test": checks}]})
+    job_ = promtool.Job("upgrade", generated(1, 1), generated_doc(1, 1, {
+        "interval": STEP, "input_series": [*old, *new], "promql_expr_test": checks}))
     result = promtool.run_test_rules(job_, tmp_path)
     assert result.ok, result.output
+
+
+def test_a_monitor_of_one_vantage_beside_one_of_three(tmp_path: Path) -> None:
+    """The shared groups go on recording a one-vantage monitor's ratios and tiles while they leave a
+    three-vantage monitor's to its quorum rules, in the same Prometheus."""
+    solo = MonitorSLO(NS, "solo", Objective(Decimal("99.9")))
+    trio = generated_slo(3, 2)
+    rules = to_yaml({"groups": [*shared_rule_groups(), *rule_groups(solo), *rule_groups(trio)]})
+    solo_series = [{**s, "series": s["series"].replace(f'monitor="{MON}"', 'monitor="solo"')}
+                   for s in counters("x", [("4", 80)])]
+    series = [*solo_series, *counters("a", [("0", 20), ("10", 60)]), *counters("b", [("0", 80)]),
+              *counters("c", [("0", 80)])]
+
+    def of(monitor: str, record: str, minute: int, expected: float) -> dict[str, Any]:
+        return {"expr": f'round({record}{{monitor="{monitor}"}}, 0.0001)', "eval_time": f"{minute}m",
+                "exp_samples": [{"labels": f'{{monitor="{monitor}",namespace="{NS}"}}', "value": expected}]}
+    checks = [of(m, names.error_ratio_record(w), 39, v) for w in ("5m", "1h", "30m")
+              for m, v in (("solo", 0.4), (MON, 0.0))]
+    test = {"interval": STEP, "input_series": series, "promql_expr_test": checks}
+    doc = {"rule_files": ["rules.yml"], "evaluation_interval": STEP, "group_eval_order": eval_order([solo, trio]),
+           "tests": [test]}
+    result = promtool.run_test_rules(promtool.Job("solo and trio", rules, doc), tmp_path)
+    assert result.ok, result.output
+
+
+def test_the_shared_groups_skip_every_record_the_quorum_rules_write() -> None:
+    """One rule per series: each record a monitor of several vantages writes under a shared record's
+    name is left out of that shared rule for the monitors carrying the quorum marker."""
+    own = {r["record"] for g in rule_groups(generated_slo(3, 2)) for r in g["rules"] if "record" in r}
+    shared = {r["record"]: r["expr"] for g in shared_rule_groups() for r in g["rules"]}
+    both = own & shared.keys()
+    assert names.error_ratio_record("5m") in both and names.errors_increase_record("5m") in both
+    skip = f"unless on ({', '.join(names.IDENTITY_LABELS)})\n(\n{names.QUORUM_RECORD}\n)"
+    assert all(shared[record].endswith(skip) for record in both), both
+    one = {r["record"] for g in rule_groups(generated_slo(1, 1)) for r in g["rules"] if "record" in r}
+    assert names.QUORUM_RECORD in own and names.QUORUM_RECORD not in one

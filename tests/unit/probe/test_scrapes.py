@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from alert_rules import names
+from alert_rules.shared import shared_rule_groups
 from route_monitor.operator.outputs import scrapes
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import FailureReason, ProbeResult
@@ -49,9 +50,15 @@ def test_operator_endpoints_are_the_ready_replicas(slices: list[dict[str, object
     assert scrapes.operator_endpoints(slices) == expected
 
 
-def test_the_four_objects_of_a_namespace() -> None:
-    service, ep, es, sm = scrapes.objects("shop", scrapes.OperatorEndpoints(("10.0.0.1", "10.0.0.2"), 8080),
-                                          slice_version="v1beta1")
+def test_the_objects_of_a_namespace() -> None:
+    rule, service, ep, es, sm = scrapes.objects("shop", scrapes.OperatorEndpoints(("10.0.0.1", "10.0.0.2"), 8080),
+                                                slice_version="v1beta1", rule_labels={"release": "x"})
+    # the shared SLI groups the namespace's monitors' alerts read, labelled like the monitors' rules
+    assert rule["kind"] == "PrometheusRule" and rule["metadata"]["name"] == names.SHARED_RULE_NAME
+    assert rule["metadata"]["namespace"] == "shop" and rule["metadata"]["labels"]["release"] == "x"
+    assert rule["metadata"]["labels"][names.LABEL_MANAGED_BY] == names.MANAGED_BY
+    assert rule["spec"]["groups"] == shared_rule_groups()
+    assert not any(names.prometheus_rule_name(m) == names.SHARED_RULE_NAME for m in ("slis", ".slis", "x" * 80))
     for obj in (service, ep, es, sm):
         assert obj["metadata"]["name"] == names.SCRAPE_OBJECT_NAME and obj["metadata"]["namespace"] == "shop"
         assert obj["metadata"]["labels"][names.LABEL_MANAGED_BY] == names.MANAGED_BY

@@ -30,14 +30,14 @@ def generated_runbook_urls() -> set[str]:
 
 @pytest.mark.parametrize("alert", [names.ALERT_ERROR_BUDGET_BURN, names.ALERT_LATENCY_BUDGET_BURN,
                                    names.ALERT_PROBES_ABSENT, names.ALERT_CERTIFICATE_EXPIRY,
-                                   names.ALERT_PARTIALLY_UNREACHABLE])
+                                   names.ALERT_PARTIALLY_UNREACHABLE, names.ALERT_RULES_INCOMPLETE])
 def test_every_alert_has_a_runbook_section(alert: str) -> None:
     assert names.slug(alert) in anchors()
 
 
 def test_generated_runbook_urls_point_at_existing_sections() -> None:
     urls = generated_runbook_urls()
-    assert len(urls) == 4, urls
+    assert len(urls) == 5, urls
     for url in urls:
         base, _, anchor = url.partition("#")
         assert base == names.DEFAULT_RUNBOOK_BASE and base.endswith("docs/runbooks.md")
