@@ -31,7 +31,7 @@ from tests.support import promtool
 from tests.support.promtool import Job
 
 ROOT = Path(__file__).resolve().parents[3]
-TILE_RECORD = re.compile(r"namespace_monitor:route_monitor_\w+:(?:increase|count)(\w+)")
+TILE_RECORD = re.compile(r"namespace_monitor:route_monitor_\w+:(?:increase|count)([0-9a-z]+?)(?:_reachability)?\b")
 WINDOW_COUNTS = {"1h", "6h", "1d", "3d"}
 """The guards' counts over the long windows (``...:count6h``): windows, not tiles."""
 RECORD_REF = re.compile(r"namespace_monitor:route_monitor_\w+:\w+")
