@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -222,7 +223,7 @@ def run(args: argparse.Namespace, result: dict[str, Any], save: Any) -> None:
         time.sleep(5)
         result["idle"] = {"rss_mib": fp.rss_mib(fp.samples(fleet.all_pids())), "import_floor_mib": import_floor(),
                           "etcd": fp.etcd_size(fleet), "load": fp.load()}
-        rules = RuleWatch(fleet.cluster)
+        rules = fp.RuleTimes(fleet.cluster)
         save()
         result["level_1"] = level(fleet, rules, head[:lvl], [], args.interval) | {"etcd": fp.etcd_size(fleet)}
         save()
@@ -235,6 +236,7 @@ def run(args: argparse.Namespace, result: dict[str, Any], save: Any) -> None:
                           "owned": {m: measure.total(s, names.OWNED_MONITORS) for m, s in fleet.scrapes().items()},
                           "etcd": fp.etcd_size(fleet), "load": fp.load()}
         save()
+        result["rule_rewatches"] = rules.rewatches
         result["steady"] = steady(fleet, keys, interval_s, args.steady)
         result["objects"] = objects(fleet)
         save()
@@ -270,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         result["duration_min"] = round((time.time() - started) / 60, 1)
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its processes
     try:
         run(args, result, save)
     except Exception as e:
