@@ -1,6 +1,6 @@
 """CPU per probe of the engine's whole per-probe path, in one process, for profiling.
 
-    python -m benchmarks.probe_cost [--probes 2000] [--rate 100] [--scheme http] [--profile FILE]
+    python -m benchmarks.probe_cost [--probes 2000] [--rate 100] [--scheme http] [--site] [--profile FILE]
     valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p python -m benchmarks.probe_cost --probes 200 --rate 10
 
 A :class:`~route_monitor.probe.engine.ProbeEngine` with one URL monitor per target (the
@@ -8,6 +8,9 @@ scheduler, the concurrency bound, the metrics, the gate and the prober, as ``sta
 runs them) probes the local targets (:mod:`benchmarks.targets`, a separate process) until
 ``--probes`` results have come in, then prints one JSON line: CPU seconds of this process
 (``time.process_time``) from the first probe result to the last, and per probe.
+
+``--site``: the HTTPS setup of ``run.py --only site`` (every target on one host:port, the CA trusted
+through ``SSL_CERT_FILE`` and the system-store context, as a deployment trusts its CA).
 
 Under callgrind (instruction counts do not depend on the machine's load), run it twice with
 different ``--probes`` and divide the difference of the totals by the difference of the counts:
@@ -75,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=100.0, help="probes per second (default 100)")
     p.add_argument("--targets", type=int, default=1000)
     p.add_argument("--scheme", default="http", choices=["http", "https-ecdsa", "https-rsa"])
+    p.add_argument("--site", action="store_true",
+                   help="one host:port for every target, the CA through SSL_CERT_FILE (run.py's site scenarios)")
     p.add_argument("--loop", default="asyncio", choices=["asyncio", "uvloop"])
     p.add_argument("--profile", type=Path, help="write cProfile stats of the measured probes here")
     args = p.parse_args(argv)
@@ -83,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
                                    "--tls-dir", str(workdir), "--workers", "2"], ready_line=True)
     assert ready is not None
     profile = cProfile.Profile() if args.profile else None
-    urls = targets.target_urls(ready, args.targets, scheme=args.scheme)
+    urls = targets.target_urls(ready, args.targets, scheme=args.scheme, ports_used=1 if args.site else None)
     ca = str(ready["ca"]) if args.scheme.startswith("https") else None
+    if args.site and ca:
+        os.environ["SSL_CERT_FILE"], ca = ca, None  # the system-store context (tls.truststore) reads it
     factory = asyncio.new_event_loop
     if args.loop == "uvloop":
         import uvloop
@@ -96,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         measure.stop(server)
     if profile is not None:
         profile.dump_stats(str(args.profile))
-    print(json.dumps({"scheme": args.scheme, "loop": args.loop, **out}), flush=True)
+    print(json.dumps({"scheme": args.scheme, "site": args.site, "loop": args.loop, **out}), flush=True)
     return 0
 
 

@@ -1,0 +1,125 @@
+"""The floor of one HTTPS probe's CPU: handshakes and one request each, made one after the other
+on blocking sockets (no event loop, no engine), to split a probe's CPU between OpenSSL and our code.
+
+    python -m benchmarks.tls_floor [--scheme https-rsa] [--handshakes 400] [--rate 40] [--mode bio]
+                                   [--verify full|none] [--tickets 2]
+
+Against the local targets (:mod:`benchmarks.targets`, one host:port, the CA through
+``SSL_CERT_FILE`` and :func:`~route_monitor.probe.tls.truststore.verify_context`, as ``run.py
+--only site`` sets both sides up), at ``--rate`` handshakes per second (paced by sleeping, so the
+server answers each one as it would a monitor's probe). Prints one JSON line: CPU of this process
+per handshake-and-request (``time.process_time``), user and system apart.
+
+- ``--mode socket``: ``SSLContext.wrap_socket`` (OpenSSL reads and writes the socket itself);
+  ``--mode bio``: an ``SSLObject`` on memory BIOs, the way ``probe/net/tlsstream.py`` drives it;
+- ``--verify none``: no certificate verification (what verifying the chain and the name costs);
+- ``--tickets N``: the server sends N TLS 1.3 session tickets per connection (default 2, OpenSSL's
+  and nginx's default; 0 is what a client that offers no resumption, like Go's without a session
+  cache, is sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import ssl
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import measure
+
+REQUEST = b"GET /t/0 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nUser-Agent: floor\r\nAccept: */*\r\n\r\n"
+
+
+def _exchange_socket(ctx: ssl.SSLContext, port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(REQUEST)
+            data = b""
+            while b"\r\n\r\nok" not in data:
+                chunk = tls.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            return data
+
+
+def _exchange_bio(ctx: ssl.SSLContext, port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                if outgoing.pending:
+                    sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536))
+        obj.write(REQUEST)
+        sock.sendall(outgoing.read())
+        data = b""
+        while b"\r\n\r\nok" not in data:
+            try:
+                data += obj.read(65536)
+            except ssl.SSLWantReadError:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                incoming.write(chunk)
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                break
+        return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scheme", default="https-rsa", choices=["https-ecdsa", "https-rsa"])
+    p.add_argument("--handshakes", type=int, default=400)
+    p.add_argument("--rate", type=float, default=40.0, help="handshakes per second (default 40)")
+    p.add_argument("--mode", default="bio", choices=["socket", "bio"])
+    p.add_argument("--verify", default="full", choices=["full", "none"])
+    p.add_argument("--tickets", type=int, default=2, help="session tickets the server sends per connection")
+    args = p.parse_args(argv)
+    workdir = Path(f"/tmp/route-monitor-tlsfloor-{time.time_ns()}")
+    server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "1", "--tls-ports", "1",
+                                   "--tls-dir", str(workdir), "--workers", "2", "--tickets", str(args.tickets)],
+                                  ready_line=True)
+    assert ready is not None
+    try:
+        os.environ["SSL_CERT_FILE"] = str(ready["ca"])
+        from route_monitor.probe.tls.truststore import verify_context
+        ctx = verify_context()
+        if args.verify == "none":
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        port = ready[args.scheme][0]  # type: ignore[index]
+        exchange = _exchange_bio if args.mode == "bio" else _exchange_socket
+        for _ in range(20):  # warm-up: imports, first allocations
+            exchange(ctx, port)
+        period = 1.0 / args.rate
+        t0, c0, o0 = time.monotonic(), time.process_time(), os.times()
+        ok = 0
+        for i in range(args.handshakes):
+            ok += exchange(ctx, port).endswith(b"ok")
+            delay = t0 + (i + 1) * period - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        c1, o1 = time.process_time(), os.times()
+    finally:
+        measure.stop(server)
+    n = args.handshakes
+    print(json.dumps({"scheme": args.scheme, "mode": args.mode, "verify": args.verify, "tickets": args.tickets,
+                      "handshakes": n, "ok": ok, "cpu_ms_per_handshake": round(1000 * (c1 - c0) / n, 4),
+                      "user_ms": round(1000 * (o1.user - o0.user) / n, 4),
+                      "sys_ms": round(1000 * (o1.system - o0.system) / n, 4)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
