@@ -9,7 +9,8 @@ runs them) probes the local targets (:mod:`benchmarks.targets`, a separate proce
 ``--probes`` results have come in, then prints one JSON line: CPU seconds of this process
 (``time.process_time``) from the first probe result to the last, and per probe.
 
-``--site``: the HTTPS setup of ``run.py --only site`` (every target on one host:port, the CA trusted
+``--steady``: the first probes spread over one interval, not all within a second (under
+callgrind, a burst of slow handshakes would time out). ``--site``: the HTTPS setup of ``run.py --only site`` (every target on one host:port, the CA trusted
 through ``SSL_CERT_FILE`` and the system-store context, as a deployment trusts its CA).
 
 Under callgrind (instruction counts do not depend on the machine's load), run it twice with
@@ -39,7 +40,7 @@ from route_monitor.probe.tls.contexts import TLSContexts
 
 
 async def run(urls: list[str], *, probes: int, rate: float, ca: str | None,
-              profile: cProfile.Profile | None) -> dict[str, float]:
+              profile: cProfile.Profile | None, steady: bool = False) -> dict[str, float]:
     done = asyncio.Event()
     seen = {"n": 0, "ok": 0, "cpu0": 0.0, "t0": 0.0}
     warm = 20
@@ -61,7 +62,7 @@ async def run(urls: list[str], *, probes: int, rate: float, ca: str | None,
 
     tls = TLSContexts.trusting(ca) if ca else None
     engine = ProbeEngine(metrics=ProbeMetrics(CollectorRegistry()), on_result=on_result, tls=tls,
-                         first_probe_within=1.0)
+                         first_probe_within=len(urls) / rate if steady else 1.0)
     async with engine:
         for spec, target in monitors(urls, len(urls) / rate):
             engine.set_monitor(spec, target)
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scheme", default="http", choices=["http", "https-ecdsa", "https-rsa"])
     p.add_argument("--site", action="store_true",
                    help="one host:port for every target, the CA through SSL_CERT_FILE (run.py's site scenarios)")
+    p.add_argument("--steady", action="store_true",
+                   help="first probes spread over one interval (no start-up burst of every target within 1 s)")
     p.add_argument("--loop", default="asyncio", choices=["asyncio", "uvloop"])
     p.add_argument("--profile", type=Path, help="write cProfile stats of the measured probes here")
     args = p.parse_args(argv)
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         factory = uvloop.new_event_loop
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            out = runner.run(run(urls, probes=args.probes, rate=args.rate, ca=ca, profile=profile))
+            out = runner.run(run(urls, probes=args.probes, rate=args.rate, ca=ca, profile=profile,
+                                 steady=args.steady))
     finally:
         measure.stop(server)
     if profile is not None:
