@@ -3,6 +3,7 @@ on blocking sockets (no event loop, no engine), to split a probe's CPU between O
 
     python -m benchmarks.tls_floor [--scheme https-rsa] [--handshakes 400] [--rate 40]
                                    [--mode bio|socket|pyopenssl] [--verify full|none] [--tickets 2]
+                                   [--system-bundle]
 
 Against the local targets (:mod:`benchmarks.targets`, one host:port, the CA through
 ``SSL_CERT_FILE`` and :func:`~route_monitor.probe.tls.truststore.verify_context`, as ``run.py
@@ -16,6 +17,8 @@ per handshake-and-request (``time.process_time``), user and system apart.
   ``cryptography`` (4.x, where Python's ``ssl`` uses the system's 3.0); the chain and the name
   ``localhost`` (a DNS SAN of the same certificate: its bindings cannot set an IP) are verified;
 - ``--verify none``: no certificate verification (what verifying the chain and the name costs);
+- ``--system-bundle``: ``SSL_CERT_FILE`` names the system's CA bundle with the test CA appended
+  (what a deployment adding its CA to the image's bundle trusts: ~150 certificates to look in);
 - ``--tickets N``: the server sends N TLS 1.3 session tickets per connection (default 2, OpenSSL's
   and nginx's default; 0 is what a client that offers no resumption, like Go's without a session
   cache, is sent).
@@ -134,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", default="bio", choices=["socket", "bio", "pyopenssl"])
     p.add_argument("--verify", default="full", choices=["full", "none"])
     p.add_argument("--tickets", type=int, default=2, help="session tickets the server sends per connection")
+    p.add_argument("--system-bundle", action="store_true", help="trust the system bundle plus the test CA")
     args = p.parse_args(argv)
     workdir = Path(f"/tmp/route-monitor-tlsfloor-{time.time_ns()}")
     server, ready = measure.start([sys.executable, "-m", "benchmarks.targets", "--ports", "1", "--tls-ports", "1",
@@ -141,7 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                                   ready_line=True)
     assert ready is not None
     try:
-        os.environ["SSL_CERT_FILE"] = str(ready["ca"])
+        cafile = Path(str(ready["ca"]))
+        if args.system_bundle:
+            bundle = workdir / "bundle.pem"
+            system = ssl.get_default_verify_paths().openssl_cafile
+            bundle.write_bytes(Path(system).read_bytes() + b"\n" + cafile.read_bytes())
+            cafile = bundle
+        os.environ["SSL_CERT_FILE"] = str(cafile)
         from route_monitor.probe.tls.truststore import verify_context
         ctx = verify_context()
         if args.verify == "none":
@@ -150,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         port = ready[args.scheme][0]  # type: ignore[index]
         exchange: Callable[[Any, int], bytes] = _exchange_bio if args.mode == "bio" else _exchange_socket
         if args.mode == "pyopenssl":
-            ctx, exchange = _pyopenssl_context(str(ready["ca"]), args.verify == "full"), _exchange_pyopenssl
+            ctx, exchange = _pyopenssl_context(str(cafile), args.verify == "full"), _exchange_pyopenssl
         for _ in range(20):  # warm-up: imports, first allocations
             exchange(ctx, port)
         period = 1.0 / args.rate
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         measure.stop(server)
     n = args.handshakes
-    print(json.dumps({"scheme": args.scheme, "mode": args.mode, "verify": args.verify, "tickets": args.tickets,
+    print(json.dumps({"scheme": args.scheme, "mode": args.mode, "verify": args.verify, "tickets": args.tickets, "system_bundle": args.system_bundle,
                       "handshakes": n, "ok": ok, "cpu_ms_per_handshake": round(1000 * (c1 - c0) / n, 4),
                       "user_ms": round(1000 * (o1.user - o0.user) / n, 4),
                       "sys_ms": round(1000 * (o1.system - o0.system) / n, 4)}), flush=True)
