@@ -94,7 +94,7 @@ async def scenarios(ready: dict[str, Any], args: argparse.Namespace, work: Path)
         urls = targets.target_urls(ready, count, scheme=scheme, ports_used=1 if site else None)
         ca = ready["ca"] if scheme.startswith("https") else None
         sides: tuple[str, ...] = ("ours", "blackbox", "baseline") if args.baseline else ("ours", "blackbox")
-        if site:
+        if site and not args.no_cafile:
             sides += ("blackbox-cafile",)  # what trusting through the module's ca_file adds to the exporter
         rows += await pair(name, urls, interval, warmup=w, measure_s=m, work=work, ca=ca, mode=args.ours,
                            sides=sides, baseline=args.baseline, trust="env" if site else "module")
@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--site-interval", type=float, default=5.0,
                    help="interval of the site scenarios (default 5: 200 probes/s; longer when the machine cannot "
                    "serve that many TLS handshakes, e.g. 40 on a busy 2-core machine)")
+    p.add_argument("--no-cafile", action="store_true",
+                   help="site scenarios without the exporter's module ca_file side (shorter runs)")
     p.add_argument("--step-warmup", type=float, default=8.0)
     p.add_argument("--step-measure", type=float, default=30.0)
     p.add_argument("--ours", choices=("standalone", "engine"), default="standalone",

@@ -74,13 +74,15 @@ class LoggingProtocol(OkProtocol):
         super().data_received(data)
 
 
-def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
+def tls_contexts(directory: Path, *, tickets: int = 2) -> tuple[dict[str, ssl.SSLContext], Path]:
     """Server contexts by scheme key and the CA bundle trusting all of them (the roots only).
 
     ``https``: an ECDSA P-256 leaf signed by its root directly (trustme's default; the HTTPS
     ports of every earlier run). ``https-ecdsa`` and ``https-rsa``: the shape public CAs serve,
     a leaf signed by an intermediate CA that the server sends along, with ECDSA P-256 and
-    RSA-2048 keys throughout."""
+    RSA-2048 keys throughout. ``tickets``: TLS 1.3 session tickets sent per connection to a client
+    that offers resumption (OpenSSL's client always does; Go's without a session cache does not,
+    and is sent none)."""
     import trustme
 
     contexts: dict[str, ssl.SSLContext] = {}
@@ -92,7 +94,7 @@ def tls_contexts(directory: Path) -> tuple[dict[str, ssl.SSLContext], Path]:
         issuer = root.create_child_ca(key_type=key_type) if chained else root
         cert = issuer.issue_cert("127.0.0.1", "localhost", key_type=key_type)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.num_tickets = 2  # OpenSSL's default, as nginx and HAProxy send: every probe receives two
+        ctx.num_tickets = tickets  # 2: OpenSSL's default, as nginx and HAProxy send
         cert.configure_cert(ctx)  # the leaf and, when chained, the intermediate
         contexts[key] = ctx
         pems.append(root.cert_pem.bytes())
@@ -133,7 +135,7 @@ async def serve(*, plain: list[socket.socket], tls: dict[str, tuple[ssl.SSLConte
 
 
 def run_server(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = "127.0.0.1",
-               log: Path | None = None, workers: int = 1) -> None:
+               log: Path | None = None, workers: int = 1, tickets: int = 2) -> None:
     """Listen, then serve in ``workers`` processes sharing the listening sockets (as nginx's
     workers do: a TLS server on one port that a single Python process could not keep up with at
     200 handshakes per second on a shared machine); SIGTERM to this process stops them all."""
@@ -141,7 +143,7 @@ def run_server(*, ports: int, tls_ports: int, tls_dir: Path | None, host: str = 
     tls: dict[str, tuple[ssl.SSLContext, list[socket.socket]]] = {}
     ca_path: Path | None = None
     if tls_ports:
-        contexts, ca_path = tls_contexts(tls_dir or Path("."))
+        contexts, ca_path = tls_contexts(tls_dir or Path("."), tickets=tickets)
         tls = {key: (ctx, [_listen(host) for _ in range(tls_ports)]) for key, ctx in contexts.items()}
     children = []
     for _ in range(workers - 1):
@@ -177,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tls-dir", type=Path, help="where ca.pem is written (with --tls-ports)")
     p.add_argument("--log", type=Path, help="append `<unix time> <path>` of every request to this file")
     p.add_argument("--workers", type=int, default=1, help="serving processes sharing the ports (default 1)")
+    p.add_argument("--tickets", type=int, default=2, help="TLS 1.3 session tickets per connection (default 2)")
     args = p.parse_args(argv)
-    run_server(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir, log=args.log, workers=args.workers)
+    run_server(ports=args.ports, tls_ports=args.tls_ports, tls_dir=args.tls_dir, log=args.log, workers=args.workers,
+               tickets=args.tickets)
     return 0
 
 

@@ -11,7 +11,14 @@ The client's last handshake flight (its ``Finished``) is sent with the first wri
 first read, whichever comes first: one segment with the request instead of two, and the server
 wakes once for both (what a kernel's TLS or a browser's ``TCP_NODELAY`` plus corking achieves).
 Session tickets the server sends after the handshake are read by OpenSSL as part of the stream
-and never used: every probe makes a full handshake, as a new user does.
+and never used: every probe makes a full handshake, as a new user does (their parsing costs
+about 3 % of a probe's instructions, ``benchmarks/RESULTS.md``).
+
+Reads wait on the socket's readiness directly (``add_reader``, as ``connect.Stream`` does), not
+through ``loop.sock_recv`` (a done callback and per-call checks for every wait), and right after
+a flight was sent they wait at once instead of trying a ``recv`` that cannot have an answer yet.
+Nine tenths of an HTTPS probe's CPU is OpenSSL's handshake itself (3.0's decoders building an
+``EVP_PKEY`` for each received certificate are a third of it), which no caller can shorten.
 
 What the prober sees is what asyncio's streams gave it (``reasons.classify`` and
 ``closed_after_handshake`` rely on it):
@@ -37,17 +44,21 @@ READ_SIZE = 65536
 class TLSStream:
     """One TLS connection's byte stream, with the same methods as ``connect.Stream``."""
 
-    __slots__ = ("_eof", "_in", "_loop", "_obj", "_out", "_sock")
+    __slots__ = ("_eof", "_fd", "_in", "_loop", "_obj", "_out", "_sent", "_sock")
 
     def __init__(self, sock: socket.socket, obj: ssl.SSLObject, incoming: ssl.MemoryBIO,
                  outgoing: ssl.MemoryBIO) -> None:
         self._loop = asyncio.get_running_loop()
         self._sock, self._obj, self._in, self._out = sock, obj, incoming, outgoing
+        self._fd = sock.fileno()
         self._eof = False
+        self._sent = False
+        """A flight was sent and nothing received since: its answer cannot be there yet."""
 
     async def _send_pending(self) -> None:
         if not self._out.pending:
             return
+        self._sent = True
         data = self._out.read()
         try:
             sent = self._sock.send(data)
@@ -57,8 +68,24 @@ class TLSStream:
             await self._loop.sock_sendall(self._sock, data[sent:])
 
     async def _receive(self) -> bool:
-        """More TLS bytes from the socket into the incoming BIO; False at the end of the stream."""
-        data = await self._loop.sock_recv(self._sock, READ_SIZE)
+        """More TLS bytes from the socket into the incoming BIO; False at the end of the stream.
+        Right after a flight was sent, waits for readiness before the first ``recv``."""
+        recv, wait_first, self._sent = self._sock.recv, self._sent, False
+        while True:
+            if not wait_first:
+                try:
+                    data = recv(READ_SIZE)
+                    break
+                except (BlockingIOError, InterruptedError):
+                    pass
+            wait_first = False
+            loop, fd = self._loop, self._fd
+            readable = loop.create_future()
+            loop.add_reader(fd, _set_done, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
         if not data:
             self._eof = True
             self._in.write_eof()
@@ -100,6 +127,11 @@ class TLSStream:
         if info == "ssl_object":
             return self._obj
         return None
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def open_tls(sock: socket.socket, context: ssl.SSLContext, server_hostname: str) -> TLSStream:
