@@ -6,8 +6,11 @@ same network stack as its probes (by default the kube-apiserver's ``/readyz`` by
 DNS), probed with the engine's own :class:`~route_monitor.probe.prober.Prober`, outside the
 engine's concurrency bound (probes hanging on a cut network must not delay it).
 
-- The canary *fails* when its probe fails with one of :data:`NETWORK_REASONS`; any answer (even a
-  500, or a certificate that does not verify) means the network works.
+- The canary *fails* when its probe fails with one of :data:`NETWORK_REASONS` before a connection
+  was made; any answer (even a 500, or a certificate that does not verify) means the network
+  works, and so does a connection that was made but answered late: a busy kube-apiserver is slow
+  in its TLS handshake or its ``/readyz``, which says nothing about this member's network (taken
+  for blindness, it would hand monitors between replicas under load and add to that load).
 - The member is *blind* from a failing check until ``recover_after`` checks in a row succeed
   (:class:`CanaryState`, pure); ``on_blind`` hears each change (the Lease mark, a log line), and
   ``route_monitor_prober_blind{member}`` follows it.
@@ -51,6 +54,15 @@ def unreachable(result: ProbeResult) -> bool:
     return not result.success and result.reason in NETWORK_REASONS
 
 
+def canary_failed(result: ProbeResult) -> bool:
+    """The canary's own verdict: a network failure before the TCP connection was made (a timeout or
+    an error after it means the network carried the connection and the server was slow)."""
+    return unreachable(result) and not (result.phases is not None and result.phases[_CONNECT] > 0)
+
+
+_CONNECT = names.PHASES.index("connect")
+
+
 @dataclass(frozen=True, slots=True)
 class CanaryState:
     started: float = -math.inf
@@ -65,7 +77,7 @@ class CanaryState:
     """What the last failing check saw (for the log)."""
 
     def after(self, started: float, result: ProbeResult, recover_after: int) -> CanaryState:
-        if unreachable(result):
+        if canary_failed(result):
             reason = result.reason.value if result.reason is not None else "other"
             return CanaryState(started, True, True, 0, f"{reason}: {result.detail}")
         successes = self.successes + 1

@@ -13,7 +13,8 @@ to both):
 - a target failing for a network reason while the canary is refused too: excluded as ``blind``
   (``route_monitor_probes_excluded_total``), never in ``probes_total`` or ``probe_failures_total``,
   not a maintenance; ``route_monitor_prober_blind`` is 1;
-- the same failure with the canary up counts; an HTTP 503 counts even while the canary is down.
+- the same failure with the canary up counts; an HTTP 503 counts even while the canary is down;
+- a canary that connects but answers late (a busy kube-apiserver) does not make the member blind.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from alert_rules import names
-from route_monitor.probe.canary import Canary, CanarySettings, CanaryState, blind_gauge, unreachable
+from route_monitor.probe.canary import Canary, CanarySettings, CanaryState, blind_gauge, canary_failed, unreachable
 from route_monitor.probe.prober import Prober, ProbeRequest
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 from route_monitor.spec.monitor import MonitorSpec, ProbeSettings, UrlTarget
 from route_monitor.targets.resolve import ResolvedTarget
 from tests.support import servers
 from tests.support.engine import ResultsEngine
-from tests.support.servers import Targets, status
+from tests.support.servers import Targets, hang, status
 
 targets = servers.targets
 R = FailureReason
@@ -52,6 +53,19 @@ def outcome(reason: FailureReason | None) -> ProbeResult:
 ])
 def test_only_network_reasons_make_the_canary_fail(reason: FailureReason | None, fails: bool) -> None:
     assert unreachable(outcome(reason)) is fails
+
+
+@pytest.mark.parametrize(("reason", "connected", "fails"), [
+    pytest.param(R.TIMEOUT, True, False, id="answer-late-after-connecting"),
+    pytest.param(R.CONNECTION_TIMEOUT, True, False, id="tls-handshake-late-after-connecting"),
+    pytest.param(R.CONNECTION_TIMEOUT, False, True, id="no-connection"),
+    pytest.param(R.CONNECTION_REFUSED, False, True, id="refused"),
+    pytest.param(R.DNS_ERROR, False, True, id="dns"),
+])
+def test_the_canary_fails_only_before_a_connection_is_made(reason: FailureReason, connected: bool,
+                                                           fails: bool) -> None:
+    phases = (0.0, 0.004 if connected else 0.0, 0.0, 0.0, 0.0)
+    assert canary_failed(replace(outcome(reason), phases=phases)) is fails
 
 
 @pytest.mark.parametrize(("checks", "blind"), [
@@ -210,3 +224,12 @@ async def test_a_failure_judged_late_is_judged_by_the_first_check_after_its_prob
         await canary.verdict(canary.now() + 0.5)
     assert not canary.state.blind and prober.checks[1] >= probe_started
     assert await canary.blind_since(probe_started)
+
+
+async def test_a_canary_that_connects_but_answers_late_leaves_the_member_seeing(targets: Targets) -> None:
+    """A kube-apiserver too busy to answer ``/readyz`` in time is not a cut network: the target's
+    refused connections count against it and nobody is marked blind."""
+    eng, results = await run_engine(targets.http(hang), targets.refused_url())
+    assert {r.excluded for r in results} == {None}
+    assert (eng.value(names.PROBE_FAILURES_TOTAL, reason="connection_refused") or 0) >= 4
+    assert eng.blind == [] and eng.registry.get_sample_value(names.PROBER_BLIND, {"member": "replica-a"}) == 0
