@@ -50,6 +50,13 @@ def requests_made() -> int:
     return _REQUESTS.get()
 
 
+RULES_PAGE = 100
+"""PrometheusRules per page when a replica lists its own at start: a generated rule is ~18 KB, and
+an API server under load took 11.9 s to start answering a page of 500 (9 MB) at 10,000 monitors,
+past the client's 10 s read timeout, so every restart listed from the start again, three times
+(benchmarks/RESULTS-fleet.md); a page of 100 is ~1.8 MB."""
+
+
 class KubeWriter:
     """The operator's writes; each one is counted in ``route_monitor_kube_requests_total``."""
 
@@ -115,7 +122,7 @@ class KubeWriter:
         selector = {"labelSelector": f"{names.LABEL_MANAGED_BY}={names.MANAGED_BY}"}
         try:
             for ns in namespaces or (None,):
-                items, _ = await self._rest.list(PROMETHEUS_RULE.collection(ns), selector, chunk=500)
+                items, _ = await self._rest.list(PROMETHEUS_RULE.collection(ns), selector, chunk=RULES_PAGE)
                 out.extend(items)
         except Exception as e:  # an API group not served answers 404
             if status_code(e) == 404:
