@@ -22,7 +22,8 @@ from alert_rules import names
 
 STATES = ("ready", "target_unresolved", "rules_failed", "invalid")
 """``ready``: probing and rules applied; ``target_unresolved``: no URL (missing Route, no host, URL
-targets off, forbidden address); ``rules_failed``: the PrometheusRule could not be applied;
+targets off, forbidden address); ``rules_failed``: ``RulesApplied`` is False: the PrometheusRule could not be
+applied, or its objective cannot page as written (``ObjectiveNotAlertable``, rules applied);
 ``invalid``: the spec failed the operator's validation."""
 
 
