@@ -21,6 +21,7 @@ from typing import Any
 
 from alert_rules.names import PHASES
 from route_monitor.probe.net import dns
+from route_monitor.probe.net.readiness import until_readable, until_writable
 from route_monitor.probe.net.tlsstream import TLSStream, open_tls
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
@@ -78,12 +79,7 @@ class Stream:
             pass
         loop, fd = self._loop, self._fd
         while True:
-            readable = loop.create_future()
-            loop.add_reader(fd, _set_done, readable)
-            try:
-                await readable
-            finally:
-                loop.remove_reader(fd)
+            await until_readable(loop, fd)
             try:
                 return recv(max_bytes)
             except (BlockingIOError, InterruptedError):
@@ -163,14 +159,7 @@ async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
     try:
         err = sock.connect_ex((address, port))
         if err in IN_PROGRESS:
-            loop = asyncio.get_running_loop()
-            writable = loop.create_future()
-            fd = sock.fileno()
-            loop.add_writer(fd, _set_done, writable)
-            try:
-                await writable
-            finally:
-                loop.remove_writer(fd)
+            await until_writable(asyncio.get_running_loop(), sock.fileno())
             err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
             raise connect_error(err, address, port)
@@ -182,11 +171,6 @@ async def _connect(address: str, port: int, *, nodelay: bool) -> socket.socket:
 
 IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR})
 """What ``connect_ex`` of a non-blocking socket returns while the connection is under way."""
-
-
-def _set_done(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 async def addresses_of(host: str, progress: Progress) -> list[str]:

@@ -31,6 +31,31 @@ _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Readiness] = weak
 _last: Readiness | None = None
 
 
+async def until_readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait for ``fd`` to be readable on the loop's own watch (one reader, removed after)."""
+    ready = loop.create_future()
+    loop.add_reader(fd, _set_done, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+
+
+async def until_writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait for ``fd`` to be writable on the loop's own watch (one writer, removed after)."""
+    ready = loop.create_future()
+    loop.add_writer(fd, _set_done, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 def of(loop: asyncio.AbstractEventLoop) -> Readiness:
     """The running loop's (made on first use; the last one used is found without a lookup)."""
     global _last

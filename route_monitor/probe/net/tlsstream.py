@@ -37,6 +37,8 @@ import socket
 import ssl
 from typing import Any
 
+from route_monitor.probe.net.readiness import until_readable
+
 READ_SIZE = 65536
 """Bytes asked of the socket at once; a probe's whole answer usually comes in one read."""
 
@@ -79,13 +81,7 @@ class TLSStream:
                 except (BlockingIOError, InterruptedError):
                     pass
             wait_first = False
-            loop, fd = self._loop, self._fd
-            readable = loop.create_future()
-            loop.add_reader(fd, _set_done, readable)
-            try:
-                await readable
-            finally:
-                loop.remove_reader(fd)
+            await until_readable(self._loop, self._fd)
         if not data:
             self._eof = True
             self._in.write_eof()
@@ -129,9 +125,6 @@ class TLSStream:
         return None
 
 
-def _set_done(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 async def open_tls(sock: socket.socket, context: ssl.SSLContext, server_hostname: str) -> TLSStream:
