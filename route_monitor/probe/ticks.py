@@ -20,24 +20,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from route_monitor.probe.perloop import PerLoop
+
 _RESOLUTION = time.get_clock_info("monotonic").resolution
 log = logging.getLogger(__name__)
 Entry = list[Any]
 """``[when, sequence, callback or None]``: ordered by ``when``, then by the order of arrival."""
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Ticks] = weakref.WeakKeyDictionary()
-_last: Ticks | None = None
-
-
-def of(loop: asyncio.AbstractEventLoop) -> Ticks:
-    """The loop's (made on first use; the last one used is found without a lookup)."""
-    global _last
-    found = _last
-    if found is None or found.loop() is not loop:
-        found = _by_loop.get(loop)
-        if found is None:
-            found = _by_loop[loop] = Ticks(loop)
-        _last = found
-    return found
 
 
 class Ticks:
@@ -45,7 +33,7 @@ class Ticks:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = weakref.ref(loop)
-        """Weak, so that :data:`_by_loop` lets the loop go."""
+        """Weak, so that the per-loop registry lets the loop go."""
         self._heap: list[Entry] = []
         self._sequence = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
@@ -86,3 +74,8 @@ class Ticks:
 def cancel(entry: Entry) -> None:
     """The entry's callback will not be called."""
     entry[2] = None
+
+
+_per_loop: PerLoop[Ticks] = PerLoop(Ticks)
+of = _per_loop.of
+"""The loop's :class:`Ticks` (made on first use)."""

@@ -21,14 +21,14 @@ import select
 import weakref
 from collections.abc import Callable
 
+from route_monitor.probe.perloop import PerLoop
+
 log = logging.getLogger(__name__)
 
 READ, WRITE = 1, 4
 """Events to watch for (epoll's ``EPOLLIN`` and ``EPOLLOUT``); a callback gets what happened,
 errors and hang-ups included."""
 _EPOLL = hasattr(select, "epoll")
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Readiness] = weakref.WeakKeyDictionary()
-_last: Readiness | None = None
 
 
 async def until_readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
@@ -56,18 +56,6 @@ def _set_done(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def of(loop: asyncio.AbstractEventLoop) -> Readiness:
-    """The running loop's (made on first use; the last one used is found without a lookup)."""
-    global _last
-    found = _last
-    if found is None or found.loop() is not loop:
-        found = _by_loop.get(loop)
-        if found is None:
-            found = _by_loop[loop] = Readiness(loop)
-        _last = found
-    return found
-
-
 class Readiness:
     """The watched sockets of one event loop: at most one callback and one event mask per descriptor."""
 
@@ -75,7 +63,7 @@ class Readiness:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = weakref.ref(loop)
-        """Weak: the loop holds this (its reader callback), and :data:`_by_loop` must let the loop go."""
+        """Weak: the loop holds this (its reader callback), and the per-loop registry must let the loop go."""
         self._callbacks: dict[int, Callable[[int], None]] = {}
         self._masks: dict[int, int] = {}
         self._epoll = select.epoll() if _EPOLL else None
@@ -133,3 +121,8 @@ class Readiness:
         callback = self._callbacks.get(fd)
         if callback is not None:
             callback(flag)
+
+
+_per_loop: PerLoop[Readiness] = PerLoop(Readiness)
+of = _per_loop.of
+"""The loop's :class:`Readiness` (made on first use)."""

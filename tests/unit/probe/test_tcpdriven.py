@@ -11,13 +11,13 @@ import contextlib
 import os
 import socket
 import threading
-import weakref
 
 import pytest
 
 from route_monitor.probe import tcp, tcpdriven
 from route_monitor.probe.net import readiness
 from route_monitor.probe.net.connect import Progress, open_stream
+from route_monitor.probe.perloop import PerLoop
 from route_monitor.probe.reasons import ProbeFailure, classify
 from route_monitor.probe.result import FailureReason as R
 from route_monitor.spec import bodyregex
@@ -133,8 +133,7 @@ async def test_probes_cut_off_by_their_deadline_leave_no_socket_open() -> None:
 
 async def test_without_epoll_the_loop_watches_the_sockets_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(readiness, "_EPOLL", False)  # as on a system without epoll
-    monkeypatch.setattr(readiness, "_last", None)
-    monkeypatch.setattr(readiness, "_by_loop", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(readiness, "of", PerLoop(readiness.Readiness).of)  # a fresh one, made without epoll
     driven, streamed = await _both(PONG, PING + AGAIN)
     assert driven == streamed == (True, None, "connected, matched '+PONG'")
     assert readiness.of(asyncio.get_running_loop())._epoll is None
