@@ -114,45 +114,43 @@ def burn_alert(slo: MonitorSLO, sli: SLI, window: AlertWindow, expr: str) -> dic
     }
 
 
+def _warning(slo: MonitorSLO, alert: str, expr: str, for_: str | None, summary: str,
+             description: str) -> dict[str, Any]:
+    """A warning of ``slo``'s own (not a burn alert): its labels, its annotations, ``for`` if any."""
+    return {
+        "alert": alert,
+        "expr": expr,
+        **({"for": for_} if for_ else {}),
+        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
+        "annotations": _annotations(slo, alert, summary, description),
+    }
+
+
 def probes_absent_alert(slo: MonitorSLO, absent_sel: str) -> dict[str, Any]:
     """No probe result for 10 minutes: the shared record (``alert_rules.shared.probes_absent``: the
     5m error ratio has had nothing to divide, 0/0, or no series at all, and no excluded probe,
     Contract 9's window, pause or warm-up, was recorded either) for 5 minutes (``for: 5m``)."""
-    return {
-        "alert": names.ALERT_PROBES_ABSENT,
-        "expr": absent_sel,
-        "for": ABSENT_FOR,
-        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
-        "annotations": _annotations(
-            slo, names.ALERT_PROBES_ABSENT, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
-            f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "
-            "route-monitor runs, that Prometheus scrapes it, and the RouteMonitor's conditions."),
-    }
+    return _warning(
+        slo, names.ALERT_PROBES_ABSENT, absent_sel, ABSENT_FOR, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
+        f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "
+        "route-monitor runs, that Prometheus scrapes it, and the RouteMonitor's conditions.")
 
 
 def rules_incomplete_alert(slo: MonitorSLO, probes_sel: str, shared_sel: str) -> dict[str, Any]:
     """Probe series but no shared record (``shared_sel``, written only by the shared groups) for 10
     minutes: the Prometheus evaluating this monitor's rules does not load the shared groups, so its
     burn alerts and ``RouteMonitorProbesAbsent`` could never fire. Said instead of staying silent."""
-    return {
-        "alert": names.ALERT_RULES_INCOMPLETE,
-        "expr": f"group by ({promql.BY_MONITOR}) ({probes_sel})\nunless on ({promql.BY_MONITOR})\n{shared_sel}",
-        "for": RULES_INCOMPLETE_FOR,
-        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
-        "annotations": _annotations(
-            slo, names.ALERT_RULES_INCOMPLETE, f"{_who(slo)}: its SLO alerts cannot fire",
-            f"Probes of {_who(slo)} are recorded but not the shared SLI records its alerts read: load "
-            "route-monitor's shared rules (route-monitor-slis groups) in this Prometheus."),
-    }
+    return _warning(
+        slo, names.ALERT_RULES_INCOMPLETE,
+        f"group by ({promql.BY_MONITOR}) ({probes_sel})\nunless on ({promql.BY_MONITOR})\n{shared_sel}",
+        RULES_INCOMPLETE_FOR, f"{_who(slo)}: its SLO alerts cannot fire",
+        f"Probes of {_who(slo)} are recorded but not the shared SLI records its alerts read: load "
+        "route-monitor's shared rules (route-monitor-slis groups) in this Prometheus.")
 
 
 def certificate_expiry_alert(slo: MonitorSLO, gauge_sel: str) -> dict[str, Any]:
     days = CERT_EXPIRY_WARNING_DAYS
-    return {
-        "alert": names.ALERT_CERTIFICATE_EXPIRY,
-        "expr": promql.expires_within(gauge_sel, days * 86_400),
-        "labels": _labels(slo, {names.LABEL_SEVERITY: names.SEVERITY_WARNING}),
-        "annotations": _annotations(
-            slo, names.ALERT_CERTIFICATE_EXPIRY, f"{_who(slo)}: TLS certificate expires within {days} days",
-            f"The certificate served to {_who(slo)} expires within {days} days (or has expired): renew it."),
-    }
+    return _warning(
+        slo, names.ALERT_CERTIFICATE_EXPIRY, promql.expires_within(gauge_sel, days * 86_400), None,
+        f"{_who(slo)}: TLS certificate expires within {days} days",
+        f"The certificate served to {_who(slo)} expires within {days} days (or has expired): renew it.")

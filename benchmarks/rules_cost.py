@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from contextlib import AbstractContextManager
 from decimal import Decimal
 from pathlib import Path
@@ -138,6 +139,25 @@ def rule_stats(url: str) -> dict[str, float]:
             "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds")}
 
 
+def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
+    """Where the evaluation time goes: each rule's last ``evaluationTime`` summed by its kind
+    (the group's kind, shared or per monitor and its interval, and the record's name or the
+    alert's name with its window labels), largest first, with the share of the total."""
+    with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=120) as resp:
+        groups = json.load(resp)["data"]["groups"]
+    kinds: dict[str, list[float]] = {}
+    for g in groups:
+        scope = "shared" if g["name"].startswith("route-monitor-slis") else "monitor"
+        gkind = f"{scope}/{g['interval']:g}s"
+        for r in g["rules"]:
+            name = r["name"] if r["type"] == "recording" else \
+                f"ALERT {r['name']}{'/' + r['labels']['long'] if 'long' in r.get('labels', {}) else ''}"
+            kinds.setdefault(f"{gkind} {name}", []).append(float(r.get("evaluationTime", 0.0)))
+    total = sum(sum(v) for v in kinds.values()) or 1.0
+    rows = sorted(((k, len(v), sum(v)) for k, v in kinds.items()), key=lambda row: -row[2])
+    return [{"kind": k, "rules": n, "seconds": round(s, 4), "share": round(s / total, 3)} for k, n, s in rows[:top]]
+
+
 def write_rules(rules: Path, n: int, baseline: Path | None) -> None:
     """This checkout's rule folder for ``n`` monitors (the shared groups in a file of their own,
     as ``standalone`` writes them), or the one ``baseline``'s generator writes."""
@@ -165,6 +185,7 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
             time.sleep(measure_s)
             b = {p: measure.sample(prom.pid) for p, prom in (("rules", with_rules), ("control", control))}
             stats = rule_stats(with_rules.url)
+            breakdown = rule_breakdown(with_rules.url)
     finally:
         exporter.close()
     cores = {p: (b[p].cpu_seconds - a[p].cpu_seconds) / (b[p].at - a[p].at) for p in b}
@@ -177,7 +198,7 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
             "rss_with_rules_mib": round(b["rules"].rss_bytes / 2**20, 1),
             "rss_control_mib": round(b["control"].rss_bytes / 2**20, 1),
             "rules_rss_mib": round((b["rules"].rss_bytes - b["control"].rss_bytes) / 2**20, 1),
-            "warmup_s": warmup, "measure_s": measure_s}
+            "warmup_s": warmup, "measure_s": measure_s, "breakdown": breakdown}
 
 
 def main() -> None:
