@@ -270,6 +270,9 @@ SLO_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_objective:ratio"
 """The availability objective as a ratio (0.999), one series per monitor (for dashboards)."""
 LATENCY_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}latency_objective:ratio"
 SLO_PERIOD_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_period:seconds"
+FAILING_WINDOW_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing_window:seconds"
+"""The window of the monitor's failing record (``max(2 x interval, 1m)``), one series per monitor:
+which of the shared failing records computes it (``alert_rules.shared_failing``)."""
 
 
 # --- Contract 3: histogram buckets of route_monitor_probe_duration_seconds ------------------

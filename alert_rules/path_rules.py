@@ -1,7 +1,8 @@
 """Contract 11: one page per failed shared component (a router shard, a Gateway, the DNS), not
 one per monitor behind it.
 
-Per monitor (in its own fast group, where its probe interval is known):
+Per monitor (computed for every monitor at once by the shared group for the usual probe intervals,
+``alert_rules.shared_failing``; in the monitor's own fast group when it is probed less often):
 
 - ``namespace_monitor:route_monitor_probe_failing:bool``: the monitor is *failing*: at least half
   of its probes over ``W = max(2 x interval, 1m)`` failed, and at least two failed probes were
@@ -74,13 +75,17 @@ def _sel(slo: MonitorSLO, metric: str, *extra: tuple[str, str]) -> str:
     return promql.selector(metric, promql.monitor_matchers(slo.namespace, slo.name, *extra))
 
 
-def failing_expr(slo: MonitorSLO) -> str:
-    """The monitor's failing record (see the module docstring)."""
-    w = durations.format_ms(failing_window_ms(slo.interval_ms))
-    failed = _sel(slo, names.PROBES_TOTAL, (names.LABEL_RESULT, names.RESULT_FAILURE))
-    every = promql.by_monitor(promql.increase(_sel(slo, names.PROBES_TOTAL), w))
-    dns = _sel(slo, names.PROBE_FAILURES_TOTAL, (names.LABEL_REASON, names.REASON_DNS_ERROR))
-    counted = durations.format_ms(2 * failing_window_ms(slo.interval_ms))
+def failing_over(matchers: tuple[tuple[str, str], ...], window_ms: int) -> str:
+    """The failing record's expression (see the module docstring) with a failing window of
+    ``window_ms``, for the monitors ``matchers`` select (one monitor, or all of them)."""
+    def sel(metric: str, *extra: tuple[str, str]) -> str:
+        return promql.selector(metric, (*matchers, *extra))
+
+    w = durations.format_ms(window_ms)
+    failed = sel(names.PROBES_TOTAL, (names.LABEL_RESULT, names.RESULT_FAILURE))
+    every = promql.by_monitor(promql.increase(sel(names.PROBES_TOTAL), w))
+    dns = sel(names.PROBE_FAILURES_TOTAL, (names.LABEL_REASON, names.REASON_DNS_ERROR))
+    counted = durations.format_ms(2 * window_ms)
     any_failing = promql.failing(promql.by_monitor(promql.counted_increases(failed, counted)),
                                  promql.by_monitor(promql.increase(failed, w)), every, FAILING_RATIO,
                                  FAILING_MIN_PROBES)
@@ -89,15 +94,13 @@ def failing_expr(slo: MonitorSLO) -> str:
     return promql.with_reason(one, f"(\n{dns_share}\n)", names.REASON_DNS_ERROR)
 
 
+def failing_expr(slo: MonitorSLO) -> str:
+    """The monitor's own failing record (see the module docstring)."""
+    return failing_over(promql.monitor_matchers(slo.namespace, slo.name), failing_window_ms(slo.interval_ms))
+
+
 def failing_record(slo: MonitorSLO) -> dict[str, Any]:
     return {"record": names.FAILING_RECORD, "expr": failing_expr(slo),
-            "labels": {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}}
-
-
-def failing_on_paths_record(slo: MonitorSLO) -> dict[str, Any]:
-    """The paths on which the monitor counts as failing (after its failing record, in its group)."""
-    return {"record": names.FAILING_ON_PATH_RECORD,
-            "expr": path_verdict.failing_on_paths(_sel(slo, _INFO), _sel(slo, names.FAILING_RECORD)),
             "labels": {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}}
 
 

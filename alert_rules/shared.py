@@ -6,7 +6,8 @@ hold) made the rules cost 4-7x the probing at thousands of monitors. Nothing in 
 the tiles, the window sums or the bad-probe counts depends on a monitor's thresholds, so they are
 computed here once for every monitor (``sum by (namespace, monitor)``), under the same record
 names, and each monitor's own groups (``alert_rules.rules``) keep only what does depend on it:
-its alerts (thresholds, labels, annotations), its failing record (its probe interval), its
+its alerts (thresholds, labels, annotations), its failing record if it is probed less often than
+once a minute (its probe interval: ``alert_rules.shared_failing``), its
 latency SLI's raw parts (its threshold is its own histogram bucket), the objective as a series
 and its period ratio (its period).
 
@@ -21,7 +22,9 @@ series these groups skip (``unless on (namespace, monitor)``); every record down
 (window sums, guards, burning records) is computed here for it as for any other monitor.
 
 ``route-monitor-slis`` (the global evaluation interval)
-    The 5m and 1h error ratios from the raw counters and the failed probes counted within 1h
+    The failing records of shared-path detection for every monitor probed at least once a minute
+    and every monitor's per-path failing record (``alert_rules.shared_failing``), then the 5m and 1h
+    error ratios from the raw counters and the failed probes counted within 1h
     (the 1h/5m page's guard): the fast page's inputs, read by each monitor's fast group one
     evaluation later at most.
 ``route-monitor-slis/long-windows`` (``interval``: the tile)
@@ -45,7 +48,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, promql, tiles
+from alert_rules import durations, names, promql, shared_failing, tiles
 from alert_rules.alerts import ABSENT_AFTER, GUARD_MIN_BAD_PROBES
 from alert_rules.sli import SLI
 from alert_rules.windows import WORKBOOK_WINDOWS, WindowRow, alert_windows, windows_of
@@ -141,7 +144,8 @@ def probes_absent(tile_ms: int) -> str:
 
 def _fast_group(tile_ms: int) -> dict[str, Any]:
     a = _AVAILABILITY
-    rules = [_record(a.ratio_record(w), _one_vantage(a.ratio_from_counters(w))) for w in FAST_WINDOWS]
+    rules = shared_failing.failing_rules(tile_ms)  # first: the burning records below read them
+    rules += [_record(a.ratio_record(w), _one_vantage(a.ratio_from_counters(w))) for w in FAST_WINDOWS]
     rules.append(_record(a.count_record(FAST_COUNT_WINDOW), a.bad_count_from_counters(FAST_COUNT_WINDOW)))
     rules += [_record(names.burning_record(a.kind, durations.format_ms(row.long_ms)), burning(a, row, tile_ms))
               for row in WORKBOOK_WINDOWS if row.long_ms <= FAST_MAX_MS]

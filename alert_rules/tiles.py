@@ -48,6 +48,16 @@ class TileError(ValueError):
         self.reason = reason
 
 
+CONSTANTS_LOOKBACK = durations.format_ms(2 * DEFAULT_TILE_MS)
+"""How far back a reader outside the rules finds a monitor's objective, period or failing window
+(recorded by its tile-long group, every tile: at most 5 minutes): two of the longest tiles."""
+
+
+def recorded_constant(sel: str) -> str:
+    """A monitor's constant series (objective, period) as dashboards and read-backs read it."""
+    return f"last_over_time({sel}[{CONSTANTS_LOOKBACK}])"
+
+
 def tile_problem(tile_ms: int) -> str | None:
     """Why ``tile_ms`` cannot be a tile, or None."""
     if tile_ms <= 0 or tile_ms % 1000:

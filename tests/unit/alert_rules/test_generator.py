@@ -162,20 +162,23 @@ def _rules_per_kind(text: str) -> tuple[int, int]:
 
 def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     """The shared groups do not grow with the monitors; an availability monitor adds its alerts,
-    its failing records (overall and per path), its objective and period and its period ratio (the
-    budget left), and no window of its own; a latency SLI adds its threshold-bound ratios and tiles."""
+    its objective, period and failing window and its period ratio (the budget left), and no window
+    of its own (its failing records are shared: probed every 30s); a latency SLI adds its
+    threshold-bound ratios and tiles. Its fast group (every evaluation) holds its two alerts alone."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
     one, two = _rules_per_kind(text(1)), _rules_per_kind(text(2))
-    assert one[0] == shared_records + 6 and two[0] == shared_records + 2 * 6
+    assert one[0] == shared_records + 5 and two[0] == shared_records + 2 * 5
     assert two[1] == 2 * one[1] == 2 * 7
-    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (6 + 5)
-    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 6
+    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (5 + 5)
+    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 5
+    assert [len(g["rules"]) for g in rule_groups(slo())][0] == 2
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
             assert "vector(" not in rule["expr"] or rule.get("record") in (
-                names.SLO_OBJECTIVE_RECORD, names.SLO_PERIOD_RECORD, names.LATENCY_OBJECTIVE_RECORD)
+                names.SLO_OBJECTIVE_RECORD, names.SLO_PERIOD_RECORD, names.LATENCY_OBJECTIVE_RECORD,
+                names.FAILING_WINDOW_RECORD)
 
 
 def test_output_is_deterministic_and_independent_of_input_order() -> None:

@@ -1,0 +1,59 @@
+"""Contract 11's failing records, computed once for every monitor probed at least once a minute.
+
+A rule costs Prometheus about as much to evaluate whatever it selects (``benchmarks/RESULTS-rules-cost.md``:
+at 500 monitors each monitor's failing record and its per-path record were 30 % of all rule
+evaluation time, a ``vector(0.999)`` constant 5 %): one rule per monitor at every evaluation is
+what makes the rules' cost grow with the monitor count. The failing record's window follows the
+probe interval (``max(2 x interval, 1m)``, ``alert_rules.path_rules``), so one expression cannot
+serve every monitor; but the intervals people use fall into few windows: every interval up to
+30s has the 1m window, 1m has 2m. One rule computes the record for every monitor over each of
+:data:`SHARED_WINDOWS_MS` and keeps, for each window, the monitors whose own window it is (the series
+:data:`~alert_rules.names.FAILING_WINDOW_RECORD` each monitor's rules record with its
+constants); a monitor probed less often keeps its own failing record in its own fast group
+(``alert_rules.rules``), which these rules leave alone (its window matches none of theirs).
+
+The per-path record (:data:`~alert_rules.names.FAILING_ON_PATH_RECORD`) is computed here for every
+monitor, right after the failing records, from every monitor's failing record (its own group's,
+for a monitor probed less often, then up to one evaluation late).
+
+Timing: every monitor's failing series is written at the same instant, by this group. A monitor's
+page (its own fast group) reads them at most one evaluation late, its own included, which its
+settle (``path_rules.settle_ms``) already covers for its siblings' (``alert_rules.path_verdict``).
+A new monitor's window series is recorded by its tile-long group: its failing record starts within
+one tile of its rules (during its warm-up by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alert_rules import durations, names, path_rules, path_verdict, promql
+from alert_rules.model import MonitorSLO
+
+SHARED_WINDOWS_MS = (60_000, 120_000)
+"""Failing windows computed here: probe intervals up to 30s (1m) and of 1m (2m)."""
+
+
+def shares_failing(slo: MonitorSLO) -> bool:
+    """Whether the shared rules compute the monitor's failing record (else its own group does)."""
+    return path_rules.failing_window_ms(slo.interval_ms) in SHARED_WINDOWS_MS
+
+
+def window_constant(slo: MonitorSLO) -> str:
+    """The value of the monitor's :data:`~alert_rules.names.FAILING_WINDOW_RECORD` (seconds)."""
+    return promql.constant(path_rules.failing_window_ms(slo.interval_ms) // 1000)
+
+
+def _of_window(window_ms: int, tile_ms: int) -> str:
+    recorded = f"last_over_time({names.FAILING_WINDOW_RECORD}[{durations.format_ms(2 * tile_ms)}])"
+    failing = path_rules.failing_over((), window_ms)
+    return f"(\n{failing}\n)\nand on ({promql.BY_MONITOR})\n({recorded} == {window_ms // 1000})"
+
+
+def failing_rules(tile_ms: int) -> list[dict[str, Any]]:
+    """The failing records of the shared windows, then every monitor's per-path failing record."""
+    every_window = "\nor\n".join(f"(\n{_of_window(ms, tile_ms)}\n)" for ms in SHARED_WINDOWS_MS)
+    rules = [{"record": names.FAILING_RECORD, "expr": every_window}]
+    every_monitor = path_verdict.failing_on_paths(f"{names.MONITOR_PATH_INFO}{{}}", f"{names.FAILING_RECORD}{{}}")
+    rules.append({"record": names.FAILING_ON_PATH_RECORD, "expr": every_monitor})
+    return rules
