@@ -27,7 +27,9 @@ guards' counts) is recorded once for every monitor by the shared groups
 
 ``route-monitor/<namespace>/<name>/period`` (``interval: 1h``, twelve tiles)
     The availability over the whole SLO period and the error budget left, for dashboards
-    (the shared hourly tiles summed over the monitor's period: see ``_period_group``).
+    (the shared hourly tiles summed over the monitor's period: see ``_period_group``), for a
+    monitor whose period is not one the shared groups compute (a week, two or four weeks, 30 days:
+    ``alert_rules.shared_period``).
 
 Correctness across prober restarts and moves: every expression aggregates
 ``sum by (namespace, monitor)``, so ``instance``/``pod`` labels never split an SLO; ``rate``
@@ -53,7 +55,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import alerts, durations, holdoff, names, path_rules, promql, quorum, shared, shared_failing, tiles
+from alert_rules import (
+    alerts,
+    durations,
+    holdoff,
+    names,
+    path_rules,
+    promql,
+    quorum,
+    shared,
+    shared_failing,
+    shared_period,
+    tiles,
+)
 from alert_rules.model import MonitorSLO
 from alert_rules.sli import SLI, slis
 from alert_rules.windows import AlertWindow, alert_windows
@@ -223,6 +237,8 @@ def _period_group(slo: MonitorSLO) -> dict[str, Any]:
 
 
 def rule_groups(slo: MonitorSLO) -> list[dict[str, Any]]:
-    """Prometheus rule groups for one monitor: recording rules and Contract 4's alerts."""
+    """Prometheus rule groups for one monitor: recording rules and Contract 4's alerts (no period
+    group for a usual period: the shared groups record its period ratio, ``alert_rules.shared_period``)."""
     windows = enabled_windows(slo)
-    return [_fast_group(slo, windows), _long_group(slo, windows), _period_group(slo)]
+    own_period = [] if shared_period.shares_period(slo) else [_period_group(slo)]
+    return [_fast_group(slo, windows), _long_group(slo, windows), *own_period]

@@ -35,7 +35,8 @@ series these groups skip (``unless on (namespace, monitor)``); every record down
     the evaluation cadence, which a range over the recorded tiles cannot promise (``promtool
     test rules`` evaluates every group at every step: a range would sum overlapping tiles).
 ``route-monitor-slis/period`` (``interval``: twelve tiles, an hour by default)
-    The hourly tiles each monitor's period group sums over its own period.
+    The hourly tiles, and the period ratio and budget left of every monitor of a usual period
+    (``alert_rules.shared_period``; a monitor of another period sums the tiles in its own group).
 
 Each monitor's alerts read these records with ``last_over_time`` over two tiles
 (:func:`recent`): a group reading another group's record may run just before that group writes
@@ -48,7 +49,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, promql, shared_failing, tiles
+from alert_rules import durations, names, promql, shared_failing, shared_period, tiles
 from alert_rules.alerts import ABSENT_AFTER, GUARD_MIN_BAD_PROBES
 from alert_rules.sli import SLI
 from alert_rules.windows import WORKBOOK_WINDOWS, WindowRow, alert_windows, windows_of
@@ -178,6 +179,7 @@ def _period_group(tile: str, hour: str) -> dict[str, Any]:
     a = _AVAILABILITY
     rules = [_record(record(hour), promql.tiles_sum(a.record_sel(record(tile)), hour, tile))
              for record in (names.probes_increase_record, names.errors_increase_record)]
+    rules += shared_period.period_rules(hour)
     return {"name": PERIOD_GROUP, "interval": hour, "rules": rules}
 
 
