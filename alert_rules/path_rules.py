@@ -75,9 +75,10 @@ def _sel(slo: MonitorSLO, metric: str, *extra: tuple[str, str]) -> str:
     return promql.selector(metric, promql.monitor_matchers(slo.namespace, slo.name, *extra))
 
 
-def failing_over(matchers: tuple[tuple[str, str], ...], window_ms: int) -> str:
-    """The failing record's expression (see the module docstring) with a failing window of
-    ``window_ms``, for the monitors ``matchers`` select (one monitor, or all of them)."""
+def failing_parts(matchers: tuple[tuple[str, str], ...], window_ms: int) -> tuple[str, str]:
+    """The failing condition (see the module docstring) with a failing window of ``window_ms`` for
+    the monitors ``matchers`` select (one monitor, or all of them), and the condition that DNS
+    errors are at least half of the window's probes (what makes a failing monitor fail by DNS)."""
     def sel(metric: str, *extra: tuple[str, str]) -> str:
         return promql.selector(metric, (*matchers, *extra))
 
@@ -89,14 +90,14 @@ def failing_over(matchers: tuple[tuple[str, str], ...], window_ms: int) -> str:
     any_failing = promql.failing(promql.by_monitor(promql.counted_increases(failed, counted)),
                                  promql.by_monitor(promql.increase(failed, w)), every, FAILING_RATIO,
                                  FAILING_MIN_PROBES)
-    one = f"group by ({promql.BY_MONITOR}) {any_failing}"
     dns_share = f"{promql.by_monitor(promql.increase(dns, w))}\n/\n{every}\n>= {promql.number(FAILING_RATIO)}"
-    return promql.with_reason(one, f"(\n{dns_share}\n)", names.REASON_DNS_ERROR)
+    return f"group by ({promql.BY_MONITOR}) {any_failing}", f"(\n{dns_share}\n)"
 
 
 def failing_expr(slo: MonitorSLO) -> str:
-    """The monitor's own failing record (see the module docstring)."""
-    return failing_over(promql.monitor_matchers(slo.namespace, slo.name), failing_window_ms(slo.interval_ms))
+    """The monitor's own failing record (see the module docstring): both series in one rule."""
+    one, dns = failing_parts(promql.monitor_matchers(slo.namespace, slo.name), failing_window_ms(slo.interval_ms))
+    return promql.with_reason(one, dns, names.REASON_DNS_ERROR)
 
 
 def failing_record(slo: MonitorSLO) -> dict[str, Any]:
@@ -110,12 +111,6 @@ def unless_path_down(slo: MonitorSLO, expr: str, window: str, *, seen_here: bool
     return promql.unless_path_down(expr, _sel(slo, _INFO), _DOWN,
                                    _sel(slo, names.FAILING_RECORD, (names.LABEL_REASON, "")), window,
                                    path_verdict.down_now() if seen_here else None)
-
-
-def unless_seen_down(slo: MonitorSLO, expr: str) -> str:
-    """``expr`` (a shared burning record, already without the monitors behind a path the path group
-    found down) without the monitor as soon as its own group sees a path of it down."""
-    return promql.unless_seen_down(expr, _sel(slo, _INFO), path_verdict.down_now())
 
 
 @dataclass(frozen=True, kw_only=True)

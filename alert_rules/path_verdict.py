@@ -9,24 +9,26 @@ verdict one more evaluation late (it runs before the path group). The per-monito
 (``path_rules.settle_ms``, its ``for:``) covers one evaluation of lag, and the page got through
 about one shared outage in three. So:
 
-- each monitor's fast group records, right after its failing record, one series per path on
-  which it counts as failing (:data:`~alert_rules.names.FAILING_ON_PATH_RECORD`, absent while it
-  is not: on a ``dns:`` path DNS errors only, elsewhere any failure but DNS errors);
-- its fast pages count those series of every monitor on their own paths and compare the count
-  with the path's threshold (:data:`~alert_rules.names.PATH_DOWN_THRESHOLD_RECORD`,
-  ``max(K, ceil(F x monitors))``, from the path group: it changes only when monitors come or
-  go). A sibling's series reaches them at most one evaluation late, their own in the same one;
+- the shared group (``alert_rules.shared_failing``) records every monitor's failing series and,
+  right after, one series per path on which each counts as failing
+  (:data:`~alert_rules.names.FAILING_ON_PATH_RECORD`, absent while it is not: on a ``dns:`` path
+  DNS errors only, elsewhere any failure but DNS errors);
+- in the same group, the availability 1h/5m burning record counts those series of every monitor
+  on each monitor's paths and compares the count with the path's threshold
+  (:data:`~alert_rules.names.PATH_DOWN_THRESHOLD_RECORD`, ``max(K, ceil(F x monitors))``, from the
+  path group: it changes only when monitors come or go), so the page it feeds (read one
+  evaluation later at most) sees one consistent verdict; a latency page, in the monitor's own
+  group, counts the same series, which reach it at most one evaluation late (a monitor probed
+  less often than once a minute records its failing series in its own group: they reach the shared
+  group one evaluation late at most);
 - the path group counts the same series, so ``SharedPathDown`` and the exclusion agree.
 
-What it costs: the per-path record reads the monitor's own series (a few paths). Each fast page
-selects every per-path failing series of the installation: none while nothing fails, one per
-failing (monitor, path) during an outage (a router of 300 monitors down: 300 series for each
-page of the installation, at each evaluation), and one threshold series per path. Selecting
-only the siblings on the monitor's own paths would need its paths written into its rules, and
-paths follow the cluster as series precisely so that a Route admitted by another shard never
-rewrites its rules. The alternative, joining the siblings' failing records through
-``route_monitor_monitor_path_info``, selects every (monitor, path) series of the installation
-for each page at every evaluation, failing or not.
+What it costs: one rule for every monitor (the per-path record), and the availability verdict
+computed once per evaluation for every monitor (a count by path of the failing series: none
+while nothing fails, one per failing (monitor, path) during an outage); a latency page selects
+the same series for its own verdict. Selecting only the siblings on a monitor's own paths
+would need its paths written into its rules, and paths follow the cluster as series precisely so
+that a Route admitted by another shard never rewrites its rules.
 """
 
 from __future__ import annotations

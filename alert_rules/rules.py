@@ -118,10 +118,10 @@ def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
     """The shared burning record of the pair (:func:`alert_rules.shared.burning`: both ratios above
     the threshold, the guard met, not while a shared path of the monitor is down), read from another
     group: the last sample within two tiles for a tiled pair. A latency SLI's 1h/5m page reads its
-    own ratios (its threshold is its own bucket), with the guard's count inline. A fast page also
-    leaves out its monitor as soon as its own group sees a path of it down
-    (``alert_rules.path_verdict``): the shared record sees the path group's verdict, which may
-    reach this group two evaluations late."""
+    own ratios (its threshold is its own bucket), with the guard's count inline, and leaves out its
+    monitor as soon as its own group sees a path of it down (``alert_rules.path_verdict``). The
+    availability page's shared record already does (it is written beside every monitor's failing
+    series), so the page reads it alone."""
     if is_fast(w) and sli.kind != "availability":
         threshold = w.threshold(sli.budget)
         return path_rules.unless_path_down(slo, promql.all_of(
@@ -131,7 +131,7 @@ def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
         ), w.short, seen_here=True)
     record = sli.record_sel(names.burning_record(sli.kind, w.long))
     if is_fast(w):
-        return path_rules.unless_seen_down(slo, f"{record} == 1")
+        return f"{record} == 1"
     return f"{shared.recent(record, slo.tile_ms)} == 1"
 
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, promql, shared_failing, shared_period, tiles
+from alert_rules import durations, names, path_verdict, promql, shared_failing, shared_period, tiles
 from alert_rules.alerts import ABSENT_AFTER, GUARD_MIN_BAD_PROBES
 from alert_rules.sli import SLI
 from alert_rules.windows import WORKBOOK_WINDOWS, WindowRow, alert_windows, windows_of
@@ -119,7 +119,12 @@ def _held_back(expr: str, short: str) -> str:
 def burning(sli: SLI, row: WindowRow, tile_ms: int) -> str:
     """1 where both ratios are above the monitor's threshold and the guard is met (at least two bad
     probes counted within the long window), 0 elsewhere (and behind a shared path that is down):
-    always a sample, so that a reader in another group can take the last one (:func:`recent`)."""
+    always a sample, so that a reader in another group can take the last one (:func:`recent`).
+
+    The 1h/5m pair, in the group that records every monitor's failing series just before, is also
+    0 behind a path this evaluation sees down (``alert_rules.path_verdict``: enough siblings failing
+    on it), before the path group says so: the page reads one consistent verdict, one evaluation
+    late at most, as it read its siblings' failing series before they were shared."""
     long, short = durations.format_ms(row.long_ms), durations.format_ms(row.short_ms)
     thr = threshold(sli, row, tile_ms)
     on = f"on ({promql.BY_MONITOR})"
@@ -127,7 +132,10 @@ def burning(sli: SLI, row: WindowRow, tile_ms: int) -> str:
     both = (f"(\n{ratio_long} > bool {on} ({thr})\n)\n* {on}\n"
             f"(\n{sli.record_sel(sli.ratio_record(short))} > bool {on} ({thr})\n)\n* {on}\n"
             f"({sli.record_sel(sli.count_record(long))} >= bool {GUARD_MIN_BAD_PROBES})")
-    return f"(\n{_held_back(both, short)}\n)\nor {on}\n0 * {ratio_long}"
+    held = _held_back(both, short)
+    if row.long_ms <= FAST_MAX_MS:  # and as soon as enough siblings fail, in this very evaluation
+        held = promql.unless_seen_down(held, names.MONITOR_PATH_INFO, path_verdict.down_now())
+    return f"(\n{held}\n)\nor {on}\n0 * {ratio_long}"
 
 
 def probes_absent(tile_ms: int) -> str:

@@ -7,7 +7,9 @@ what makes the rules' cost grow with the monitor count. The failing record's win
 probe interval (``max(2 x interval, 1m)``, ``alert_rules.path_rules``), so one expression cannot
 serve every monitor; but the intervals people use fall into few windows: every interval up to
 30s has the 1m window, 1m has 2m. One rule computes the record for every monitor over each of
-:data:`SHARED_WINDOWS_MS` and keeps, for each window, the monitors whose own window it is (the series
+:data:`SHARED_WINDOWS_MS` and keeps, for each window, the monitors whose own window it is, and a
+second one its ``reason="dns_error"`` series from the first one's (not computing the failing
+condition twice, as one rule must: ``promql.with_reason``) (the series
 :data:`~alert_rules.names.FAILING_WINDOW_RECORD` each monitor's rules record with its
 constants); a monitor probed less often keeps its own failing record in its own fast group
 (``alert_rules.rules``), which these rules leave alone (its window matches none of theirs).
@@ -44,16 +46,20 @@ def window_constant(slo: MonitorSLO) -> str:
     return promql.constant(path_rules.failing_window_ms(slo.interval_ms) // 1000)
 
 
-def _of_window(window_ms: int, tile_ms: int) -> str:
+def _of_window(expr: str, window_ms: int, tile_ms: int) -> str:
     recorded = f"last_over_time({names.FAILING_WINDOW_RECORD}[{durations.format_ms(2 * tile_ms)}])"
-    failing = path_rules.failing_over((), window_ms)
-    return f"(\n{failing}\n)\nand on ({promql.BY_MONITOR})\n({recorded} == {window_ms // 1000})"
+    return f"(\n(\n{expr}\n)\nand on ({promql.BY_MONITOR})\n({recorded} == {window_ms // 1000})\n)"
 
 
 def failing_rules(tile_ms: int) -> list[dict[str, Any]]:
-    """The failing records of the shared windows, then every monitor's per-path failing record."""
-    every_window = "\nor\n".join(f"(\n{_of_window(ms, tile_ms)}\n)" for ms in SHARED_WINDOWS_MS)
-    rules = [{"record": names.FAILING_RECORD, "expr": every_window}]
+    """The failing records of the shared windows (the failing series, then the DNS series from it,
+    read in this very evaluation), then every monitor's per-path failing record."""
+    parts = {ms: path_rules.failing_parts((), ms) for ms in SHARED_WINDOWS_MS}
+    failing = "\nor\n".join(_of_window(one, ms, tile_ms) for ms, (one, _) in parts.items())
+    by_dns = "\nor\n".join(_of_window(dns, ms, tile_ms) for ms, (_, dns) in parts.items())
+    just_written = promql.selector(names.FAILING_RECORD, ((names.LABEL_REASON, ""),))
     every_monitor = path_verdict.failing_on_paths(f"{names.MONITOR_PATH_INFO}{{}}", f"{names.FAILING_RECORD}{{}}")
-    rules.append({"record": names.FAILING_ON_PATH_RECORD, "expr": every_monitor})
-    return rules
+    return [{"record": names.FAILING_RECORD, "expr": failing},
+            {"record": names.FAILING_RECORD, "expr": f"{just_written}\nand on ({promql.BY_MONITOR})\n(\n{by_dns}\n)",
+             "labels": {names.LABEL_REASON: names.REASON_DNS_ERROR}},
+            {"record": names.FAILING_ON_PATH_RECORD, "expr": every_monitor}]
