@@ -7,18 +7,18 @@ guards' counts) is recorded once for every monitor by the shared groups
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
     What must be fresh at every evaluation and depends on the monitor: the 1h/5m page (what pages
     on a hard outage, within about a minute of the budget math allowing it),
-    ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the failing record of
-    shared-path detection when the monitor is probed less often than once a minute (the shared
-    group computes the others': ``alert_rules.shared_failing``), with a latency SLO that SLI's
-    own ratios and tiles (its threshold is its own bucket of the duration histogram), and for a
-    monitor of several vantages its ratios and error tiles under the quorum with the marker that
-    keeps the shared groups off them, and ``RouteMonitorPartiallyUnreachable``
-    (``alert_rules.quorum``). Every rule here is evaluated every 30 seconds for every monitor:
-    what does not need that cadence lives in the next group.
+    ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the objective, period and
+    failing window as series (which the shared rules read: there from a new Prometheus' first
+    evaluations), the failing record of shared-path detection when the monitor is probed less often
+    than once a minute (the shared group computes the others': ``alert_rules.shared_failing``),
+    with a latency SLO that SLI's own ratios and tiles (its threshold is its own bucket of the
+    duration histogram), and for a monitor of several vantages its ratios and error tiles under
+    the quorum with the marker that keeps the shared groups off them, and
+    ``RouteMonitorPartiallyUnreachable`` (``alert_rules.quorum``). Every rule here is evaluated
+    every 30 seconds for every monitor: what does not need that cadence lives in the next group.
 
 ``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``, the tile)
-    The objective, period and failing window as series (the shared rules read them over two
-    tiles), the alerts on windows summed from tiles (6h/30m page, tickets), reading the shared
+    The alerts on windows summed from tiles (6h/30m page, tickets), reading the shared
     records through ``last_over_time`` over two tiles (another group's 5-minute record may be one
     interval old when read), ``RouteMonitorCertificateExpiry`` and ``RouteMonitorRulesIncomplete``
     (the shared groups are missing: ``for: 10m``). A test or demo stack may
@@ -164,7 +164,7 @@ def _latency_parts(slo: MonitorSLO, sli: SLI, tile: str) -> list[dict[str, Any]]
 
 
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    rules = _constants(slo)
     for sli in slis(slo)[1:]:
         rules += _latency_parts(slo, sli, tile_of(slo))
     rules += quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
@@ -189,9 +189,9 @@ def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:
 def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
     """The objective, period and failing window as series: the shared burn conditions' thresholds
     (``alert_rules.shared.threshold``), the shared failing records (``alert_rules.shared_failing``)
-    and the dashboards read them, each over two tiles (``last_over_time``). In the tile-long group:
-    a rule costs about as much to evaluate as any other, and a constant needs no 30-second
-    cadence. A new monitor's are there within one tile of its rules (during its warm-up by default)."""
+    and the dashboards read them. In the fast group, so that they are there from the first
+    evaluations of a new monitor's rules or of a new Prometheus (in the tile-long group, a new
+    Prometheus would page for nothing and see no shared outage for up to one tile)."""
     out = [_record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
            _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000)),
            _record(slo, names.FAILING_WINDOW_RECORD, shared_failing.window_constant(slo))]
@@ -203,7 +203,7 @@ def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     tile = tile_of(slo)
-    rules = _constants(slo)
+    rules = []
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile, windows) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))

@@ -164,7 +164,8 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     """The shared groups do not grow with the monitors; an availability monitor adds its alerts and
     its objective, period and failing window, and no window of its own (its failing records are
     shared: probed every 30s; so are its period ratio and budget: 30 days); a latency SLI adds its
-    threshold-bound ratios and tiles. Its fast group (every evaluation) holds its two alerts alone."""
+    threshold-bound ratios and tiles. Its fast group (every evaluation) holds its two alerts and its
+    three constants."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
@@ -173,7 +174,7 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     assert two[1] == 2 * one[1] == 2 * 7
     assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (3 + 5)
     assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 3
-    assert len(rule_groups(slo())[0]["rules"]) == 2
+    assert len(rule_groups(slo())[0]["rules"]) == 5
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
             assert "vector(" not in rule["expr"] or rule.get("record") in (
