@@ -21,10 +21,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from OpenSSL import SSL
-from OpenSSL._util import ffi, lib
 from OpenSSL.crypto import FILETYPE_ASN1, dump_certificate
 
-from route_monitor.probe.tls.ossl import verify_error_string
+from route_monitor.probe.tls.ossl import ffi, lib, verify_error_string
 
 if TYPE_CHECKING:
     from route_monitor.probe.tls.ossl import ClientContext

@@ -25,12 +25,15 @@ import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from cryptography.hazmat.bindings.openssl.binding import Binding
 from OpenSSL import SSL
 from OpenSSL import __version__ as pyopenssl_version
-from OpenSSL._util import ffi, lib
 
 if TYPE_CHECKING:
     from route_monitor.probe.tls.connection import TLSConnection
+
+lib, ffi = Binding.lib, Binding.ffi
+"""``cryptography``'s OpenSSL bindings: the library pyOpenSSL calls, with what it does not wrap."""
 
 REQUIRED = ("SSL_get0_param", "SSL_CTX_get0_param", "X509_VERIFY_PARAM_set1_host", "X509_VERIFY_PARAM_set1_ip",
             "X509_VERIFY_PARAM_set_hostflags", "X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS", "SSL_get_verify_result",
