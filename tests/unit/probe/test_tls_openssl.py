@@ -2,9 +2,10 @@
 refuses what the stdlib ``ssl`` client did, and says why in the same words.
 
 Real servers (the stdlib's ``ssl`` on the system OpenSSL, trustme certificates), real probes:
-a host name or IP address the certificate does not name, an expired leaf, an unknown CA and a
-self-signed certificate are ``certificate_invalid`` with the stdlib's verify message (each case
-is also handshaken with the stdlib client, and both must say the same); an IP SAN matches the
+a host name or IP address the certificate does not name, a wildcard beyond its one label or a
+partial one, an expired leaf, an unknown CA and an RSA-1024 key (security level 2) are
+``certificate_invalid`` with the stdlib's verify message (each case is also handshaken with the
+stdlib client, and both must say the same); an IP SAN matches the
 IP literal and a DNS SAN never does; ``insecureSkipVerify`` accepts them all and still reads
 notAfter; a server that requires a client certificate refuses a probe without one and accepts
 one with it (loaded from memory); ALPN ``h2`` is chosen when offered; SNI is the host name and
@@ -46,13 +47,14 @@ pytestmark = pytest.mark.timeout(30)
 NOW = dt.datetime.now(dt.UTC)
 
 
-def _leaf(ca: trustme.CA, name: str) -> tuple[bytes, bytes]:
+def _leaf(ca: trustme.CA, name: str, rsa_bits: int = 0) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM) of a leaf for the DNS name ``name`` as written (trustme refuses
-    a partial wildcard such as ``w*.example.test``), signed by ``ca``."""
+    a partial wildcard such as ``w*.example.test``), signed by ``ca``; P-256, or RSA of ``rsa_bits``."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.bytes())
     ca_key = serialization.load_pem_private_key(ca.private_key_pem.bytes(), None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey = (
+        rsa.generate_private_key(65537, rsa_bits) if rsa_bits else ec.generate_private_key(ec.SECP256R1()))
     cert = (x509.CertificateBuilder().subject_name(x509.Name([]))
             .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(NOW - dt.timedelta(days=1)).not_valid_after(NOW + dt.timedelta(days=10))
@@ -83,6 +85,7 @@ class Servers:
             "wrong-host": self._serve(self.ca.issue_cert("wrong.example")),
             "wildcard": self._serve(self.ca.issue_cert("*.example.test")),
             "partial-wildcard": self._serve_pems(*_leaf(self.ca, "w*.example.test")),
+            "weak-key": self._serve_pems(*_leaf(self.ca, "localhost", rsa_bits=1024)),
             "expired": self._serve(self.ca.issue_cert("localhost", "127.0.0.1", not_before=NOW - dt.timedelta(days=30),
                                                       not_after=NOW - dt.timedelta(days=1))),
             "unknown-ca": self._serve(self.other_ca.issue_cert("localhost", "127.0.0.1")),
@@ -93,6 +96,7 @@ class Servers:
         folder = Path(self.cafile).parent
         (folder / "leaf.pem").write_bytes(cert_pem + key_pem)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")  # the server may serve a weak key: the client must refuse it
         ctx.load_cert_chain(str(folder / "leaf.pem"))
         return self._serve(None, ctx=ctx)
 
@@ -162,6 +166,7 @@ async def probe(servers: Servers, kind: str, name: str, **kw: object) -> ProbeRe
                  id="ip-literal-never-matches-a-dns-san"),
     pytest.param("expired", "localhost", "certificate has expired", id="expired-leaf"),
     pytest.param("unknown-ca", "localhost", "unable to get local issuer certificate", id="unknown-ca"),
+    pytest.param("weak-key", "localhost", "EE certificate key too weak", id="rsa-1024-under-security-level-2"),
 ])
 async def test_a_certificate_the_stdlib_refuses_is_refused_with_its_words(servers: Servers, kind: str, name: str,
                                                                           message: str) -> None:
