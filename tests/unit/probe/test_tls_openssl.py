@@ -66,6 +66,12 @@ def _leaf(ca: trustme.CA, name: str, rsa_bits: int = 0) -> tuple[bytes, bytes]:
                               serialization.NoEncryption()))
 
 
+def _tls12_only() -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
 class Servers:
     """HTTPS servers on loopback, one per certificate kind, on their own loop in a thread."""
 
@@ -90,6 +96,7 @@ class Servers:
                                                       not_after=NOW - dt.timedelta(days=1))),
             "unknown-ca": self._serve(self.other_ca.issue_cert("localhost", "127.0.0.1")),
             "h2": self._serve(self.ca.issue_cert("localhost", "127.0.0.1"), alpn=["h2", "http/1.1"]),
+            "tls1.2-only": self._serve(self.ca.issue_cert("localhost", "127.0.0.1"), ctx=_tls12_only()),
         }
 
     def _serve_pems(self, cert_pem: bytes, key_pem: bytes) -> int:
@@ -181,6 +188,7 @@ async def test_a_certificate_the_stdlib_refuses_is_refused_with_its_words(server
     pytest.param("good", "localhost", id="dns-san"),
     pytest.param("good", "127.0.0.1", id="ip-san-matches-the-ip-literal"),
     pytest.param("wildcard", "www.example.test", id="wildcard-matches-one-label"),
+    pytest.param("tls1.2-only", "localhost", id="a-tls-1.2-server"),
 ])
 async def test_a_matching_certificate_is_accepted(servers: Servers, kind: str, name: str) -> None:
     result = await probe(servers, kind, name)
