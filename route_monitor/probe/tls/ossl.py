@@ -40,7 +40,7 @@ REQUIRED = ("SSL_get0_param", "SSL_CTX_get0_param", "X509_VERIFY_PARAM_set1_host
             "X509_verify_cert_error_string", "X509_V_ERR_HOSTNAME_MISMATCH", "X509_V_ERR_IP_ADDRESS_MISMATCH",
             "SSL_CTX_get_cert_store", "X509_STORE_get0_objects", "sk_X509_OBJECT_num", "SSL_CTX_set_options",
             "SSL_OP_ALL", "SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS", "SSL_OP_NO_COMPRESSION", "SSL_OP_NO_SSLv3",
-            "SSL_OP_CIPHER_SERVER_PREFERENCE", "BIO_get_mem_data")
+            "SSL_OP_CIPHER_SERVER_PREFERENCE", "SSL_CTX_set1_curves_list", "BIO_get_mem_data")
 """What the probes call in ``cryptography``'s OpenSSL bindings beyond pyOpenSSL's API."""
 
 
@@ -67,6 +67,11 @@ _check(lib)
 CIPHERS = b"DEFAULT:!aNULL:!eNULL:!MD5:!3DES:!DES:!RC4:!IDEA:!SEED:!aDSS:!SRP:!PSK:@SECLEVEL=2"
 """Python's default cipher string (``PY_SSL_DEFAULT_CIPHER_STRING``) and the security level of
 the system OpenSSL's configuration (Debian and RHEL: 2, no RSA keys under 2048 bits)."""
+GROUPS = b"X25519:P-256:X448:P-521:P-384:ffdhe2048:ffdhe3072:ffdhe4096:ffdhe6144:ffdhe8192"
+"""The key exchange groups the system OpenSSL 3.0 offers, a key share for X25519 only. OpenSSL 4.0
+would also offer, and send a key share for, the X25519MLKEM768 hybrid: a 1.2 KB larger
+ClientHello and an ML-KEM key generation per probe, for a key exchange the probes did not make
+before and a probe's answer does not need."""
 OPTIONS = (lib.SSL_OP_ALL & ~lib.SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS) | lib.SSL_OP_NO_COMPRESSION | \
     lib.SSL_OP_NO_SSLv3 | lib.SSL_OP_CIPHER_SERVER_PREFERENCE
 """The options ``ssl.SSLContext`` sets."""
@@ -98,6 +103,8 @@ class ClientContext:
         raw.set_min_proto_version(SSL.TLS1_2_VERSION)
         lib.SSL_CTX_set_options(raw._context, OPTIONS)
         raw.set_cipher_list(CIPHERS)
+        if lib.SSL_CTX_set1_curves_list(raw._context, GROUPS) != 1:
+            raise TLSMaterialError(f"OpenSSL refuses the key exchange groups {GROUPS.decode()}")
         lib.X509_VERIFY_PARAM_set_hostflags(lib.SSL_CTX_get0_param(raw._context),
                                             lib.X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS)
         raw.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT if verify else SSL.VERIFY_NONE, None)

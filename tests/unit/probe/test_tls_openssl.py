@@ -271,3 +271,40 @@ def test_bindings_without_the_host_check_fail_with_one_message() -> None:
     lacking = types.SimpleNamespace(**{k: v for k, v in complete.items() if k != "X509_VERIFY_PARAM_set1_host"})
     with pytest.raises(ossl.BindingsMissing, match=r"lack X509_VERIFY_PARAM_set1_host; install the cryptography"):
         ossl._check(lacking)
+
+
+def _offered(client_hello: bytes) -> tuple[list[int], list[int]]:
+    """(supported_groups, the groups of the key shares) of a ClientHello record."""
+    p = 5 + 4 + 2 + 32
+    p += 1 + client_hello[p]  # session id
+    p += 2 + int.from_bytes(client_hello[p:p + 2], "big")  # cipher suites
+    p += 1 + client_hello[p]  # compression methods
+    end = p + 2 + int.from_bytes(client_hello[p:p + 2], "big")
+    p += 2
+    groups: list[int] = []
+    shares: list[int] = []
+    while p < end:
+        kind, size = int.from_bytes(client_hello[p:p + 2], "big"), int.from_bytes(client_hello[p + 2:p + 4], "big")
+        body, p = client_hello[p + 4:p + 4 + size], p + 4 + size
+        if kind == 10:  # supported_groups
+            groups = [int.from_bytes(body[i:i + 2], "big") for i in range(2, len(body), 2)]
+        elif kind == 51:  # key_share
+            i = 2
+            while i < len(body):
+                shares.append(int.from_bytes(body[i:i + 2], "big"))
+                i += 4 + int.from_bytes(body[i + 2:i + 4], "big")
+    return groups, shares
+
+
+def test_the_key_exchange_offered_is_the_stdlib_client_s() -> None:
+    """The same groups as the system OpenSSL's client, one X25519 key share: no ML-KEM hybrid
+    (a key generation per probe the probes never made before)."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    stdlib = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        stdlib.do_handshake()
+    ours = ossl.ClientContext.new(verify=True).connection("localhost")
+    assert not ours.handshake()
+    hello = ours.outgoing()
+    assert _offered(hello) == _offered(outgoing.read())
+    assert _offered(hello)[1] == [0x1D]  # X25519
