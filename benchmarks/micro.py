@@ -115,13 +115,15 @@ async def blocking_socket(ctx: ssl.SSLContext) -> Probe:
     return probe
 
 
-async def engine_probe(ctx: ssl.SSLContext) -> Probe:
-    """The engine's own probe path (:class:`route_monitor.probe.prober.Prober`), without scheduler or metrics."""
+async def engine_probe(ctx: ssl.SSLContext, verify: Any = None) -> Probe:
+    """The engine's own probe path (:class:`route_monitor.probe.prober.Prober`), without scheduler or metrics;
+    its TLS context (pyOpenSSL) trusts what ``ctx`` trusts (the bench CA), or is ``verify``."""
     from route_monitor.probe.prober import Prober, ProbeRequest
     from route_monitor.probe.tls.contexts import TLSContexts
+    from route_monitor.probe.tls.truststore import verify_context
     from route_monitor.spec.monitor import ProbeSettings
 
-    prober = Prober(tls=TLSContexts(verify=ctx))
+    prober = Prober(tls=TLSContexts(verify=verify or verify_context(getattr(ctx, "bench_cafile", None))))
     settings = ProbeSettings(timeout_ms=5000)
     requests: dict[str, ProbeRequest] = {}  # built once per monitor, as the engine does
 
@@ -154,12 +156,13 @@ async def engine_probe_default_store(ctx: ssl.SSLContext) -> Probe:
             os.environ.pop("SSL_CERT_FILE", None)
         else:
             os.environ["SSL_CERT_FILE"] = saved
-    return await engine_probe(default)
+    return await engine_probe(ctx, default)
 
 
 async def engine_probe_asyncio_ssl(ctx: ssl.SSLContext) -> Probe:
     """The engine's probe with TLS through asyncio's SSL transport (``open_connection(ssl=...)``,
-    what the engine used before ``probe/net/tlsstream.py``), for comparing the two in one process."""
+    what the engine used before ``probe/net/tlsstream.py``), for comparing the two in one process:
+    the stdlib ``ctx`` (system OpenSSL) in place of the engine's pyOpenSSL context."""
     from route_monitor.probe.net import connect
 
     class AsyncioStream:
@@ -179,8 +182,8 @@ async def engine_probe_asyncio_ssl(ctx: ssl.SSLContext) -> Probe:
         def get_extra_info(self, info: str) -> Any:
             return self.writer.get_extra_info(info)
 
-    async def asyncio_tls(sock: Any, context: ssl.SSLContext, server_hostname: str) -> Any:
-        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16, ssl=context,
+    async def asyncio_tls(sock: Any, context: Any, server_hostname: str) -> Any:
+        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16, ssl=ctx,
                                                        server_hostname=server_hostname)
         return AsyncioStream(reader, writer)
 

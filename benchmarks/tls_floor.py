@@ -2,20 +2,21 @@
 on blocking sockets (no event loop, no engine), to split a probe's CPU between OpenSSL and our code.
 
     python -m benchmarks.tls_floor [--scheme https-rsa] [--handshakes 400] [--rate 40]
-                                   [--mode bio|socket|pyopenssl] [--verify full|none] [--tickets 2]
+                                   [--mode bio|socket|pyopenssl|probe] [--verify full|none] [--tickets 2]
                                    [--system-bundle]
 
 Against the local targets (:mod:`benchmarks.targets`, one host:port, the CA through
-``SSL_CERT_FILE`` and :func:`~route_monitor.probe.tls.truststore.verify_context`, as ``run.py
---only site`` sets both sides up), at ``--rate`` handshakes per second (paced by sleeping, so the
+``SSL_CERT_FILE``, as ``run.py --only site`` sets both sides up), at ``--rate`` handshakes per second (paced by sleeping, so the
 server answers each one as it would a monitor's probe). Prints one JSON line: CPU of this process
 per handshake-and-request (``time.process_time``), user and system apart.
 
-- ``--mode socket``: ``SSLContext.wrap_socket`` (OpenSSL reads and writes the socket itself);
-  ``--mode bio``: an ``SSLObject`` on memory BIOs, the way ``probe/net/tlsstream.py`` drives it;
-  ``--mode pyopenssl``: the same on pyOpenSSL, whose OpenSSL is the one bundled with
-  ``cryptography`` (4.x, where Python's ``ssl`` uses the system's 3.0); the chain and the name
-  ``localhost`` (a DNS SAN of the same certificate: its bindings cannot set an IP) are verified;
+- ``--mode socket``: the stdlib's ``SSLContext.wrap_socket`` (OpenSSL reads and writes the socket
+  itself); ``--mode bio``: a stdlib ``SSLObject`` on memory BIOs, the way ``probe/net/tlsstream.py``
+  drove it until the probes moved to pyOpenSSL (the system's OpenSSL 3.0, the IP SAN verified);
+  ``--mode pyopenssl``: bare pyOpenSSL, whose OpenSSL is the one bundled with ``cryptography``
+  (4.x), the chain and the name ``localhost`` (a DNS SAN of the same certificate) verified;
+  ``--mode probe``: the probes' own context and connection (``probe/tls/truststore.py``,
+  ``probe/tls/connection.py``, pyOpenSSL with the stdlib client's settings, the IP SAN verified);
 - ``--verify none``: no certificate verification (what verifying the chain and the name costs);
 - ``--system-bundle``: ``SSL_CERT_FILE`` names the system's CA bundle with the test CA appended
   (what a deployment adding its CA to the image's bundle trusts: ~150 certificates to look in);
@@ -86,6 +87,49 @@ def _exchange_bio(ctx: ssl.SSLContext, port: int) -> bytes:
         return data
 
 
+def _stdlib_context(cafile: str, verify: bool) -> ssl.SSLContext:
+    """The stdlib context the probes used before pyOpenSSL: a TLS client trusting ``cafile``."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile=cafile)
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _probe_context(verify: bool) -> Any:
+    """The probes' own context: the system store (here ``SSL_CERT_FILE``) loaded in memory."""
+    from route_monitor.probe.tls.ossl import ClientContext
+    from route_monitor.probe.tls.truststore import verify_context
+    return verify_context() if verify else ClientContext.new(verify=False)
+
+
+def _exchange_probe(ctx: Any, port: int) -> bytes:
+    """The probes' ``TLSConnection`` driven as ``tlsstream`` drives it, on a blocking socket."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = ctx.connection("127.0.0.1")
+        while not conn.handshake():
+            if out := conn.outgoing():
+                sock.sendall(out)
+            conn.feed(sock.recv(65536))
+        conn.write(REQUEST)
+        sock.sendall(conn.outgoing())
+        data = b""
+        while b"\r\n\r\nok" not in data:
+            chunk = conn.read(65536)
+            if chunk is None:
+                received = sock.recv(65536)
+                if not received:
+                    break
+                conn.feed(received)
+            elif not chunk:
+                break
+            else:
+                data += chunk
+        return data
+
+
 def _pyopenssl_context(cafile: str, verify: bool) -> Any:
     from OpenSSL import SSL
 
@@ -134,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scheme", default="https-rsa", choices=["https-ecdsa", "https-rsa"])
     p.add_argument("--handshakes", type=int, default=400)
     p.add_argument("--rate", type=float, default=40.0, help="handshakes per second (default 40)")
-    p.add_argument("--mode", default="bio", choices=["socket", "bio", "pyopenssl"])
+    p.add_argument("--mode", default="bio", choices=["socket", "bio", "pyopenssl", "probe"])
     p.add_argument("--verify", default="full", choices=["full", "none"])
     p.add_argument("--tickets", type=int, default=2, help="session tickets the server sends per connection")
     p.add_argument("--system-bundle", action="store_true", help="trust the system bundle plus the test CA")
@@ -152,15 +196,13 @@ def main(argv: list[str] | None = None) -> int:
             bundle.write_bytes(Path(system).read_bytes() + b"\n" + cafile.read_bytes())
             cafile = bundle
         os.environ["SSL_CERT_FILE"] = str(cafile)
-        from route_monitor.probe.tls.truststore import verify_context
-        ctx = verify_context()
-        if args.verify == "none":
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
+        ctx: Any = _stdlib_context(str(cafile), args.verify == "full")
         port = ready[args.scheme][0]  # type: ignore[index]
         exchange: Callable[[Any, int], bytes] = _exchange_bio if args.mode == "bio" else _exchange_socket
         if args.mode == "pyopenssl":
             ctx, exchange = _pyopenssl_context(str(cafile), args.verify == "full"), _exchange_pyopenssl
+        elif args.mode == "probe":
+            ctx, exchange = _probe_context(args.verify == "full"), _exchange_probe
         for _ in range(20):  # warm-up: imports, first allocations
             exchange(ctx, port)
         period = 1.0 / args.rate

@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin, urlsplit
 
 from route_monitor import __version__
@@ -43,6 +43,9 @@ from route_monitor.spec.bodyregex import BodyRegex, MatchTimeout
 from route_monitor.spec.monitor import ProbeSettings
 from route_monitor.spec.protocol import Protocol
 from route_monitor.targets.credentials import Credentials
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.ossl import ClientContext
 
 USER_AGENT = f"route-monitor/{__version__}".encode()
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -93,7 +96,7 @@ class ProbeRequest:
     """Sent to the first URL's origin only."""
     server_name: str = ""
     """SNI, verified name and ``Host`` for the first URL's origin (empty: the URL's host)."""
-    ssl_context: ssl.SSLContext | None = None
+    ssl_context: ClientContext | None = None
     """A monitor's own context (its CA, client certificate); None: the prober's shared ones."""
     client_cert: bool = False
     """A client certificate is configured (for the detail of a refused handshake)."""
@@ -107,7 +110,7 @@ class ProbeRequest:
 
     @classmethod
     def build(cls, key: tuple[str, str], url: str, settings: ProbeSettings, *,
-              credentials: Credentials | None = None, ssl_context: ssl.SSLContext | None = None) -> ProbeRequest:
+              credentials: Credentials | None = None, ssl_context: ClientContext | None = None) -> ProbeRequest:
         try:
             endpoint = Endpoint.parse(url)
         except ProbeFailure:
@@ -167,8 +170,10 @@ class Prober:
                 ctx = self.contexts.context(ca_pem=credentials.ca_pem if credentials else b"",
                                             client_pem=credentials.client_pem if credentials else b"",
                                             verify=not settings.insecure_skip_verify, alpn=("h2",) if h2 else ())
-            except (ssl.SSLError, ValueError) as e:
-                problem = f"the CA or client certificate cannot be loaded: {getattr(e, 'reason', None) or e}"
+            except ImportError as e:  # pyOpenSSL missing, or cryptography's bindings unfit (tls/ossl.py)
+                problem = str(e)
+            except (OSError, ValueError) as e:
+                problem = f"the CA or client certificate cannot be loaded: {e}"
         req = ProbeRequest.build(key, url, settings, credentials=credentials, ssl_context=ctx)
         return dataclasses.replace(req, setup_error=problem) if problem else req
 

@@ -8,9 +8,8 @@ prober's deadline, classification of failures, metrics and exclusions are the sa
 
 from __future__ import annotations
 
-import ssl
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from route_monitor.probe import dnsquery, grpc, tcp, tcpdriven
@@ -22,6 +21,9 @@ from route_monitor.spec.bodyregex import BodyRegex
 from route_monitor.spec.protocol import Protocol, ProtocolSettings
 from route_monitor.spec.request import RequestOptions
 from route_monitor.targets.credentials import Credentials
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.ossl import ClientContext
 
 
 def default_port(p: ProtocolSettings) -> int:
@@ -75,7 +77,7 @@ class OtherProtocol:
             grpc_request = grpc.request_bytes(f"{authority}:{port}", p.uses_tls, metadata, message)
         return cls(p, regexes, metadata, message, p.uses_tls, grpc_request)
 
-    async def run(self, host: str, port: int, server_name: str, tls: ssl.SSLContext | None,
+    async def run(self, host: str, port: int, server_name: str, tls: ClientContext | None,
                   progress: Progress) -> str:
         """One probe of ``host:port``; the detail of a success, else an exception the prober classifies."""
         if not host:

@@ -24,6 +24,8 @@ import pytest
 import trustme
 
 from route_monitor.cli.demo_targets import Reply, Responder, healthy, port_of, start_target
+from route_monitor.probe.tls.ossl import ClientContext
+from route_monitor.probe.tls.truststore import verify_context
 
 CERT_KINDS = ("good", "expired", "wrong-host")
 
@@ -46,10 +48,9 @@ class Targets:
         self._servers: list[asyncio.Server] = []
         self._refused: list[socket.socket] = []
 
-    def client_context(self) -> ssl.SSLContext:
-        """A verifying client context that trusts this CA (and nothing else)."""
-        ctx = ssl.create_default_context(cafile=str(self.cafile))
-        return ctx
+    def client_context(self) -> ClientContext:
+        """A verifying probe context that trusts this CA (and nothing else)."""
+        return verify_context(str(self.cafile))
 
     def _start(self, responder: Responder, tls: ssl.SSLContext | None) -> int:
         fut = asyncio.run_coroutine_threadsafe(start_target(responder, tls=tls), self._loop)

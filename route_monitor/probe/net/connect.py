@@ -13,11 +13,10 @@ import asyncio
 import errno
 import ipaddress
 import socket
-import ssl
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alert_rules.names import PHASES
 from route_monitor.probe.net import dns
@@ -26,6 +25,9 @@ from route_monitor.probe.net.tlsstream import TLSStream, open_tls
 from route_monitor.probe.reasons import Phase, ProbeFailure
 from route_monitor.probe.result import FailureReason
 from route_monitor.targets.safety import forbidden_host, forbidden_ip
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.ossl import ClientContext
 
 
 @dataclass(slots=True)
@@ -184,7 +186,7 @@ async def addresses_of(host: str, progress: Progress) -> list[str]:
     return addresses
 
 
-async def open_stream(host: str, port: int, progress: Progress, *, tls: ssl.SSLContext | None,
+async def open_stream(host: str, port: int, progress: Progress, *, tls: ClientContext | None,
                       server_hostname: str | None = None) -> AnyStream:
     """A connected (and, with ``tls``, handshaken) stream; sets ``progress`` as it goes.
 

@@ -1,5 +1,6 @@
-"""TLS for one probe connection on the socket itself: an ``ssl.SSLObject`` on memory BIOs, fed
-with ``loop.sock_recv`` and written with ``socket.send``, as the plain stream of ``connect`` is.
+"""TLS for one probe connection on the socket itself: a pyOpenSSL connection on memory BIOs
+(:mod:`~route_monitor.probe.tls.connection`, on the OpenSSL bundled with ``cryptography``), fed
+from the socket's reads and written with ``socket.send``, as the plain stream of ``connect`` is.
 
 asyncio's ``SSLProtocol`` is general and written in Python (flow control and buffering both
 ways, renegotiation, a graceful shutdown with its own timer), and even a protocol of our own
@@ -17,15 +18,16 @@ about 3 % of a probe's instructions, ``benchmarks/RESULTS.md``).
 Reads wait on the socket's readiness directly (``add_reader``, as ``connect.Stream`` does), not
 through ``loop.sock_recv`` (a done callback and per-call checks for every wait), and right after
 a flight was sent they wait at once instead of trying a ``recv`` that cannot have an answer yet.
-Nine tenths of an HTTPS probe's CPU is OpenSSL's handshake itself (3.0's decoders building an
-``EVP_PKEY`` for each received certificate are a third of it), which no caller can shorten.
+Nine tenths of an HTTPS probe's CPU is OpenSSL's handshake itself, which no caller can shorten
+(on the system's OpenSSL 3.0, whose decoders building an ``EVP_PKEY`` for each received
+certificate were a third of it, the reason the probes use ``cryptography``'s newer OpenSSL).
 
 What the prober sees is what asyncio's streams gave it (``reasons.classify`` and
 ``closed_after_handshake`` rely on it):
 
-- handshake: the ``ssl.SSLError`` of ``do_handshake`` (``SSLCertVerificationError`` for a
-  certificate), the socket's ``OSError``, or ``ConnectionResetError`` when the server closes
-  during the handshake;
+- handshake: the ``ssl.SSLError`` of the handshake (``SSLCertVerificationError`` for a
+  certificate, raised by the connection as the stdlib would), the socket's ``OSError``, or
+  ``ConnectionResetError`` when the server closes during the handshake;
 - after it: ``read`` returns the data received, then ``b""`` at the end (close_notify or the TCP
   end), or raises the ``ssl.SSLError`` of an alert or the socket's ``OSError``.
 """
@@ -34,10 +36,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from route_monitor.probe.net.readiness import until_readable
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.connection import TLSConnection
+    from route_monitor.probe.tls.ossl import ClientContext
 
 READ_SIZE = 65536
 """Bytes asked of the socket at once; a probe's whole answer usually comes in one read."""
@@ -46,22 +51,21 @@ READ_SIZE = 65536
 class TLSStream:
     """One TLS connection's byte stream, with the same methods as ``connect.Stream``."""
 
-    __slots__ = ("_eof", "_fd", "_in", "_loop", "_obj", "_out", "_sent", "_sock")
+    __slots__ = ("_eof", "_fd", "_loop", "_sent", "_sock", "_tls")
 
-    def __init__(self, sock: socket.socket, obj: ssl.SSLObject, incoming: ssl.MemoryBIO,
-                 outgoing: ssl.MemoryBIO) -> None:
+    def __init__(self, sock: socket.socket, tls: TLSConnection) -> None:
         self._loop = asyncio.get_running_loop()
-        self._sock, self._obj, self._in, self._out = sock, obj, incoming, outgoing
+        self._sock, self._tls = sock, tls
         self._fd = sock.fileno()
         self._eof = False
         self._sent = False
         """A flight was sent and nothing received since: its answer cannot be there yet."""
 
     async def _send_pending(self) -> None:
-        if not self._out.pending:
+        data = self._tls.outgoing()
+        if not data:
             return
         self._sent = True
-        data = self._out.read()
         try:
             sent = self._sock.send(data)
         except (BlockingIOError, InterruptedError):
@@ -70,7 +74,7 @@ class TLSStream:
             await self._loop.sock_sendall(self._sock, data[sent:])
 
     async def _receive(self) -> bool:
-        """More TLS bytes from the socket into the incoming BIO; False at the end of the stream.
+        """More TLS bytes from the socket into the connection; False at the end of the stream.
         Right after a flight was sent, waits for readiness before the first ``recv``."""
         recv, wait_first, self._sent = self._sock.recv, self._sent, False
         while True:
@@ -84,36 +88,30 @@ class TLSStream:
             await until_readable(self._loop, self._fd)
         if not data:
             self._eof = True
-            self._in.write_eof()
+            self._tls.feed_eof()
             return False
-        self._in.write(data)
+        self._tls.feed(data)
         return True
 
     async def handshake(self) -> None:
-        while True:
-            try:
-                self._obj.do_handshake()
-                return  # the client's Finished stays in the outgoing BIO until the first write or read
-            except ssl.SSLWantReadError:
-                await self._send_pending()
-                if not await self._receive():
-                    raise ConnectionResetError("the server closed the connection during the TLS handshake") from None
+        while not self._tls.handshake():  # the client's Finished stays out until the first write or read
+            await self._send_pending()
+            if not await self._receive():
+                raise ConnectionResetError("the server closed the connection during the TLS handshake") from None
 
     async def read(self, max_bytes: int) -> bytes:
         await self._send_pending()
         while True:
-            try:
-                return self._obj.read(max_bytes)
-            except ssl.SSLWantReadError:
-                if self._eof:
-                    return b""
-                await self._receive()
-            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-                return b""  # close_notify, or the TCP end without it: the end of the stream
+            data = self._tls.read(max_bytes)  # b"" at close_notify or the TCP end: the end of the stream
+            if data is not None:
+                return data
+            if self._eof:
+                return b""
+            await self._receive()
 
     async def write(self, buffer: bytes) -> None:
         if buffer:
-            self._obj.write(buffer)
+            self._tls.write(buffer)
         await self._send_pending()
 
     def abort(self) -> None:
@@ -121,19 +119,15 @@ class TLSStream:
 
     def get_extra_info(self, info: str) -> Any:
         if info == "ssl_object":
-            return self._obj
+            return self._tls
         return None
 
 
-
-
-async def open_tls(sock: socket.socket, context: ssl.SSLContext, server_hostname: str) -> TLSStream:
+async def open_tls(sock: socket.socket, context: ClientContext, server_hostname: str) -> TLSStream:
     """Handshake over the connected, non-blocking ``sock`` (which the stream then owns, or which
     is closed)."""
     try:
-        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-        stream = TLSStream(sock, context.wrap_bio(incoming, outgoing, server_hostname=server_hostname),
-                           incoming, outgoing)
+        stream = TLSStream(sock, context.connection(server_hostname))
         await stream.handshake()
     except BaseException:
         sock.close()

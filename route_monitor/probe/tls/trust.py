@@ -21,13 +21,16 @@ that ``deploy/overlays/openshift`` mounts; this variable names the mounted files
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from route_monitor.probe.tls import truststore
 from route_monitor.probe.tls.contexts import TLSContexts
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.ossl import ClientContext
 
 ENV_CA_FILES = "ROUTE_MONITOR_CA_FILES"
 PEM_BEGIN = "-----BEGIN CERTIFICATE-----"
@@ -68,8 +71,10 @@ def _read(path: str) -> str | None:
     return text if text.strip() else None
 
 
-def verify_context(files: tuple[str, ...]) -> tuple[ssl.SSLContext, ExtraTrust]:
+def verify_context(files: tuple[str, ...]) -> tuple[ClientContext, ExtraTrust]:
     """The system store (``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured) plus every file's certificates."""
+    from route_monitor.probe.tls.ossl import TLSMaterialError
+
     ctx = truststore.verify_context()  # the system store loaded once, not looked up per handshake
     loaded: list[tuple[str, int]] = []
     skipped: list[str] = []
@@ -82,15 +87,18 @@ def verify_context(files: tuple[str, ...]) -> tuple[ssl.SSLContext, ExtraTrust]:
         if count == 0:
             raise TrustError(f"{ENV_CA_FILES}: {path}: no PEM certificate in it (expected {PEM_BEGIN} blocks)")
         try:
-            ctx.load_verify_locations(cafile=path)
-        except ssl.SSLError as e:
-            raise TrustError(f"{ENV_CA_FILES}: {path}: not a valid PEM certificate bundle "
-                             f"({e.reason or e.strerror or 'unreadable'})") from None
+            ctx.load_ca_file(path)
+        except (OSError, TLSMaterialError) as e:
+            raise TrustError(f"{ENV_CA_FILES}: {path}: not a valid PEM certificate bundle ({e})") from None
         loaded.append((path, count))
     return ctx, ExtraTrust(loaded=tuple(loaded), skipped=tuple(skipped))
 
 
 def contexts_from_env(env: Mapping[str, str]) -> tuple[TLSContexts, ExtraTrust]:
-    """The probe TLS contexts for a command: ``$ROUTE_MONITOR_CA_FILES`` added to the system store."""
-    ctx, extra = verify_context(ca_files(env))
+    """The probe TLS contexts for a command: ``$ROUTE_MONITOR_CA_FILES`` added to the system store
+    (read and checked now; without it, the contexts are built when a TLS probe first needs one)."""
+    files = ca_files(env)
+    if not files:
+        return TLSContexts(), ExtraTrust()
+    ctx, extra = verify_context(files)
     return TLSContexts(verify=ctx, extra_cafiles=tuple(path for path, _ in extra.loaded)), extra

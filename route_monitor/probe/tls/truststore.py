@@ -1,4 +1,4 @@
-"""The verifying SSL context of probes: the trusted CA certificates loaded once into its store.
+"""The verifying TLS context of probes: the trusted CA certificates loaded once into its store.
 
 ``ssl.create_default_context()`` trusts the system store through ``set_default_verify_paths``,
 which gives OpenSSL three lookups: the bundle file (read once), the hashed directory
@@ -19,8 +19,10 @@ built, so a handshake looks them up in memory only:
   up; on Debian and RHEL the default directory holds the bundle's certificates again).
 
 A certificate added to the directory later is trusted after a restart, as a bundle file's is.
-The context's other settings are ``create_default_context``'s (TLS client, hostname checked,
-certificate required).
+Where the system store is comes from the system's OpenSSL (``ssl.get_default_verify_paths``):
+the probes' own OpenSSL (``cryptography``'s, :mod:`~route_monitor.probe.tls.ossl`) was built
+with other default paths. The context's other settings are the stdlib client's (TLS 1.2 or
+later, host name checked, certificate required).
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ from __future__ import annotations
 import os
 import re
 import ssl
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from route_monitor.probe.tls.ossl import ClientContext
 
 _HASHED_NAME = re.compile(r"^[0-9a-f]{8}\.[0-9]+$")
 """``c_rehash``/``openssl rehash`` names of certificates (CRLs are ``.r0``: not loaded)."""
 
 
-def _load_directory(ctx: ssl.SSLContext, directory: str) -> int:
+def _load_directory(ctx: ClientContext, directory: str) -> int:
     """Load every hashed-name certificate file of ``directory``; returns how many were loaded."""
+    from route_monitor.probe.tls.ossl import TLSMaterialError
+
     loaded = 0
     try:
         names = sorted(os.listdir(directory))
@@ -44,27 +52,30 @@ def _load_directory(ctx: ssl.SSLContext, directory: str) -> int:
         if not _HASHED_NAME.match(name):
             continue
         try:
-            ctx.load_verify_locations(cafile=os.path.join(directory, name))
-        except (OSError, ssl.SSLError):
+            ctx.load_ca_file(os.path.join(directory, name))
+        except (OSError, TLSMaterialError):
             continue  # unreadable or not a certificate: OpenSSL's lookup would skip it too
         loaded += 1
     return loaded
 
 
-def load_system_trust(ctx: ssl.SSLContext) -> None:
+def load_system_trust(ctx: ClientContext) -> None:
     """The system store into ``ctx``'s certificate store, once (see the module's text)."""
     paths = ssl.get_default_verify_paths()
     if paths.cafile:  # None when the file does not exist
-        ctx.load_verify_locations(cafile=paths.cafile)
+        ctx.load_ca_file(paths.cafile)
     explicit_dir = os.environ.get(paths.openssl_capath_env)
     if paths.capath and (explicit_dir or not paths.cafile):
         _load_directory(ctx, paths.capath)
 
 
-def verify_context(cafile: str | None = None) -> ssl.SSLContext:
+def verify_context(cafile: str | None = None) -> ClientContext:
     """A verifying client context trusting ``cafile``, or the system store, loaded in memory."""
+    from route_monitor.probe.tls.ossl import ClientContext  # pyOpenSSL: loaded with the first TLS context
+
+    ctx = ClientContext.new(verify=True)
     if cafile:
-        return ssl.create_default_context(cafile=cafile)  # no default paths: nothing looked up per handshake
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname on, CERT_REQUIRED
-    load_system_trust(ctx)
+        ctx.load_ca_file(cafile)  # no default paths: nothing looked up per handshake
+    else:
+        load_system_trust(ctx)
     return ctx

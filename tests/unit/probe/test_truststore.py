@@ -23,6 +23,7 @@ from route_monitor.cli.demo_targets import healthy, port_of, start_target
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason
 from route_monitor.probe.tls.contexts import TLSContexts
+from route_monitor.probe.tls.ossl import ClientContext
 from route_monitor.probe.tls.truststore import verify_context
 from route_monitor.spec.monitor import ProbeSettings
 
@@ -70,7 +71,7 @@ def chains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainServers]:
     thread.join(5)
 
 
-def _probe(ctx: ssl.SSLContext, url: str) -> tuple[bool, FailureReason | None]:
+def _probe(ctx: ClientContext, url: str) -> tuple[bool, FailureReason | None]:
     prober = Prober(tls=TLSContexts(verify=ctx))
     req = prober.request(("ns", "m"), url, ProbeSettings(timeout_ms=5000))
     result = asyncio.run(prober.probe(req))
@@ -107,7 +108,8 @@ def test_directory_is_read_when_the_context_is_built_not_per_handshake(chains: C
     monkeypatch.setenv("SSL_CERT_FILE", str(chains.file_a))
     monkeypatch.setenv("SSL_CERT_DIR", str(folder))
     ours = verify_context()
-    openssl_default = ssl.create_default_context()  # OpenSSL's per-handshake directory lookups
+    openssl_default = ClientContext.new(verify=True)
+    openssl_default.raw.load_verify_locations(None, str(folder))  # OpenSSL's per-handshake directory lookups
     _hashed_copy(chains.root_b, folder)
     assert _probe(openssl_default, chains.url_b) == (True, None)  # found by a lookup at handshake time
     assert _probe(ours, chains.url_b) == (False, FailureReason.CERTIFICATE_INVALID)
