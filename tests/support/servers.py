@@ -58,6 +58,10 @@ class Targets:
         self._servers.append(server)
         return port_of(server)
 
+    def tls_port(self, ctx: ssl.SSLContext, responder: Responder | None = None) -> int:
+        """A target served with the server context ``ctx`` as it is (its certificate, ALPN, versions)."""
+        return self._start(responder or healthy(), ctx)
+
     def http(self, responder: Responder | None = None) -> str:
         return f"http://127.0.0.1:{self._start(responder or healthy(), None)}"
 

@@ -15,11 +15,9 @@ needs fails with one message naming it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import socket
 import ssl
-import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +28,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from route_monitor.cli.demo_targets import healthy, port_of, start_target
 from route_monitor.probe.net.connect import Progress, open_stream
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason as R
@@ -42,6 +39,7 @@ from route_monitor.spec.monitor import ProbeSettings
 from route_monitor.spec.request import parse_request
 from route_monitor.targets.credentials import build as build_credentials
 from tests.support.authtargets import AuthTarget, PrivateCA
+from tests.support.servers import Targets
 
 pytestmark = pytest.mark.timeout(30)
 NOW = dt.datetime.now(dt.UTC)
@@ -79,10 +77,8 @@ class Servers:
         self.ca, self.other_ca = trustme.CA(), trustme.CA()
         self.cafile = folder / "ca.pem"
         self.ca.cert_pem.write_to_path(str(self.cafile))
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.servers: list[asyncio.Server] = []
+        (folder / "targets").mkdir()
+        self.targets = Targets(folder / "targets")  # the servers' loop and thread (its own CA unused)
         self.sni: list[str | None] = []
         self.ports = {
             "good": self._serve(self.ca.issue_cert("localhost", "127.0.0.1")),
@@ -118,9 +114,7 @@ class Servers:
         def on_sni(obj: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> None:
             self.sni.append(name)
         ctx.sni_callback = on_sni  # type: ignore[assignment]
-        server = asyncio.run_coroutine_threadsafe(start_target(healthy(), tls=ctx), self.loop).result(10)
-        self.servers.append(server)
-        return port_of(server)
+        return self.targets.tls_port(ctx)
 
     def stdlib_verdict(self, kind: str, name: str) -> str | None:
         """What the stdlib client (system OpenSSL) says of the same server: None or its verify message."""
@@ -133,10 +127,7 @@ class Servers:
                 return str(e.verify_message)
 
     def close(self) -> None:
-        for s in self.servers:
-            self.loop.call_soon_threadsafe(s.close)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        self.targets.close()
 
 
 @pytest.fixture(scope="module")

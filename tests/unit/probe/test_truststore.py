@@ -12,20 +12,19 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trustme
 
-from route_monitor.cli.demo_targets import healthy, port_of, start_target
 from route_monitor.probe.prober import Prober
 from route_monitor.probe.result import FailureReason
 from route_monitor.probe.tls.contexts import TLSContexts
 from route_monitor.probe.tls.ossl import ClientContext
 from route_monitor.probe.tls.truststore import verify_context
 from route_monitor.spec.monitor import ProbeSettings
+from tests.support.servers import Targets
 
 
 def _hashed_copy(ca: trustme.CA, directory: Path) -> Path:
@@ -48,27 +47,22 @@ class ChainServers:
         self.root_a.cert_pem.write_to_path(str(self.file_a))
         self.dir_b = folder / "certs"
         self.dir_b.mkdir()
-        self.loop = asyncio.new_event_loop()
-        self.servers: list[asyncio.Server] = []
+        (folder / "targets").mkdir()
+        self.targets = Targets(folder / "targets")  # the servers' loop and thread (its own CA unused)
         self.url_a = self._serve(self.root_a.create_child_ca().issue_cert("localhost"))
         self.url_b = self._serve(self.root_b.issue_cert("localhost"))
 
     def _serve(self, cert: trustme.LeafCert) -> str:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         cert.configure_cert(ctx)  # the leaf and its intermediate, if any
-        server = self.loop.run_until_complete(start_target(healthy(), tls=ctx))
-        self.servers.append(server)
-        return f"https://localhost:{port_of(server)}/"
+        return f"https://localhost:{self.targets.tls_port(ctx)}/"
 
 
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainServers]:
     servers = ChainServers(tmp_path_factory.mktemp("truststore"))
-    thread = threading.Thread(target=servers.loop.run_forever, daemon=True)
-    thread.start()
     yield servers
-    servers.loop.call_soon_threadsafe(servers.loop.stop)
-    thread.join(5)
+    servers.targets.close()
 
 
 def _probe(ctx: ClientContext, url: str) -> tuple[bool, FailureReason | None]:
