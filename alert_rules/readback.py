@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from alert_rules import durations, names, promql
-from alert_rules.tiles import DEFAULT_TILE_MS, recorded_constant
+from alert_rules.tiles import DEFAULT_TILE_MS
 
 TILE = durations.format_ms(DEFAULT_TILE_MS)
 """The operator generates only the default tile (``alert_rules.tiles``), so that is what it reads."""
@@ -54,7 +54,7 @@ def _matchers(namespaces: tuple[str, ...]) -> str:
 def period_tiles(record: str, period_seconds: int) -> str:
     """Sum of ``record``'s tiles over the last ``period_seconds``, for monitors with that period."""
     window = f"{period_seconds}s"
-    period = f"{recorded_constant(names.SLO_PERIOD_RECORD)} == {period_seconds}"
+    period = f"{names.SLO_PERIOD_RECORD} == {period_seconds}"
     return f"{promql.tiles_sum(record, window, TILE)}\nand on ({promql.BY_MONITOR})\n{period}"
 
 
@@ -73,7 +73,7 @@ def reachability_over_period(period_seconds: int) -> str:
     failed = promql.tiles_sum(reach, window, TILE)
     probes = promql.tiles_sum(f"({names.probes_increase_record(TILE)} and on ({promql.BY_MONITOR}) {reach})",
                               window, TILE)
-    period = f"{recorded_constant(names.SLO_PERIOD_RECORD)} == {period_seconds}"
+    period = f"{names.SLO_PERIOD_RECORD} == {period_seconds}"
     return f"(\n{failed}\n/ on ({promql.BY_MONITOR})\n({probes} > 0)\n)\nand on ({promql.BY_MONITOR})\n{period}"
 
 

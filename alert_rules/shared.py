@@ -77,9 +77,8 @@ def tiled_windows_ms() -> tuple[int, ...]:
     return tuple(ms for ms in windows_of(alert_windows(30 * 86_400_000)) if ms not in fast)
 
 
-def recent(record_sel: str, tile_ms: int) -> str:
-    """A shared record as another group reads it: its last sample within two tiles."""
-    return f"last_over_time({record_sel}[{durations.format_ms(2 * tile_ms)}])"
+recent = tiles.recent
+"""A shared record as another group reads it: its last sample within two tiles."""
 
 
 def _record(record: str, expr: str) -> dict[str, Any]:
@@ -95,19 +94,13 @@ def _one_vantage(expr: str) -> str:
     return promql.unless(expr, names.QUORUM_RECORD)
 
 
-def _constant(record: str, tile_ms: int) -> str:
-    """A monitor's objective or period, recorded by its own fast group (read over two tiles: at least
-    one evaluation of that group whatever the offsets)."""
-    return f"last_over_time({record}[{durations.format_ms(2 * tile_ms)}])"
-
-
 def threshold(sli: SLI, row: WindowRow, tile_ms: int) -> str:
     """Each monitor's burn threshold for ``row`` from its recorded objective and period:
     ``budget share x period / long window x (1 - objective)``, as ``AlertWindow.threshold``."""
     objective = names.SLO_OBJECTIVE_RECORD if sli.kind == "availability" else names.LATENCY_OBJECTIVE_RECORD
     share = promql.number(row.budget_share)
-    period = f"{_constant(names.SLO_PERIOD_RECORD, tile_ms)} / {row.long_ms // 1000} * {share}"
-    return f"(1 - {_constant(objective, tile_ms)}) * {period}"
+    period = f"{recent(names.SLO_PERIOD_RECORD, tile_ms)} / {row.long_ms // 1000} * {share}"
+    return f"(1 - {recent(objective, tile_ms)}) * {period}"
 
 
 def _held_back(expr: str, short: str) -> str:
@@ -146,7 +139,7 @@ def probes_absent(tile_ms: int) -> str:
     ratio = a.record_sel(a.ratio_record("5m"))
     excluded = f"{promql.by_monitor(promql.rate(names.PROBES_EXCLUDED_TOTAL, '5m'))} > 0"
     on = f"on ({promql.BY_MONITOR})"
-    silent = (f"group by ({promql.BY_MONITOR}) (\n{_constant(names.SLO_OBJECTIVE_RECORD, tile_ms)}\n)\n"
+    silent = (f"group by ({promql.BY_MONITOR}) (\n{recent(names.SLO_OBJECTIVE_RECORD, tile_ms)}\n)\n"
               f"unless {on}\n({ratio} == {ratio})\nunless {on}\n{excluded}")
     return _held_back(silent, ABSENT_AFTER)
 
@@ -187,7 +180,7 @@ def _period_group(tile: str, hour: str) -> dict[str, Any]:
     a = _AVAILABILITY
     rules = [_record(record(hour), promql.tiles_sum(a.record_sel(record(tile)), hour, tile))
              for record in (names.probes_increase_record, names.errors_increase_record)]
-    rules += shared_period.period_rules(hour)
+    rules += shared_period.period_rules(hour, durations.parse_ms(tile))
     return {"name": PERIOD_GROUP, "interval": hour, "rules": rules}
 
 

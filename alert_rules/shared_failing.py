@@ -21,16 +21,17 @@ for a monitor probed less often, then up to one evaluation late).
 Timing: every monitor's failing series is written at the same instant, by this group. A monitor's
 page (its own fast group) reads them at most one evaluation late, its own included, which its
 settle (``path_rules.settle_ms``) already covers for its siblings' (``alert_rules.path_verdict``).
-A new monitor's window series is recorded by its tile-long group: its failing record starts within
-one tile of its rules (during its warm-up by default).
+A monitor's window series is recorded by its fast group with its objective and period, so its failing
+record starts with its rules' first evaluations.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import durations, names, path_rules, path_verdict, promql
+from alert_rules import names, path_rules, path_verdict, promql
 from alert_rules.model import MonitorSLO
+from alert_rules.tiles import recent
 
 SHARED_WINDOWS_MS = (60_000, 120_000)
 """Failing windows computed here: probe intervals up to 30s (1m) and of 1m (2m)."""
@@ -47,7 +48,7 @@ def window_constant(slo: MonitorSLO) -> str:
 
 
 def _of_window(expr: str, window_ms: int, tile_ms: int) -> str:
-    recorded = f"last_over_time({names.FAILING_WINDOW_RECORD}[{durations.format_ms(2 * tile_ms)}])"
+    recorded = recent(names.FAILING_WINDOW_RECORD, tile_ms)
     return f"(\n(\n{expr}\n)\nand on ({promql.BY_MONITOR})\n({recorded} == {window_ms // 1000})\n)"
 
 

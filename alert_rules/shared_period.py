@@ -21,7 +21,7 @@ from typing import Any
 
 from alert_rules import durations, names, promql
 from alert_rules.model import DAY_MS, MonitorSLO
-from alert_rules.tiles import recorded_constant
+from alert_rules.tiles import recent
 
 SHARED_PERIODS_MS = (7 * DAY_MS, 14 * DAY_MS, 28 * DAY_MS, 30 * DAY_MS)
 
@@ -31,24 +31,24 @@ def shares_period(slo: MonitorSLO) -> bool:
     return slo.objective.period_ms in SHARED_PERIODS_MS
 
 
-def _of_period(period_ms: int) -> str:
-    return f"{recorded_constant(names.SLO_PERIOD_RECORD)} == {period_ms // 1000}"
+def _of_period(period_ms: int, tile_ms: int) -> str:
+    return f"{recent(names.SLO_PERIOD_RECORD, tile_ms)} == {period_ms // 1000}"
 
 
-def _ratio_over(period_ms: int, hour: str) -> str:
+def _ratio_over(period_ms: int, hour: str, tile_ms: int) -> str:
     period = durations.format_ms(period_ms)
     errors, probes = (promql.sparse_tiles_sum(record(hour), period, hour)
                       for record in (names.errors_increase_record, names.probes_increase_record))
-    return f"(\n{promql.ratio(errors, probes)}\n)\nand on ({promql.BY_MONITOR})\n({_of_period(period_ms)})"
+    return f"(\n{promql.ratio(errors, probes)}\n)\nand on ({promql.BY_MONITOR})\n({_of_period(period_ms, tile_ms)})"
 
 
-def period_rules(hour: str) -> list[dict[str, Any]]:
+def period_rules(hour: str, tile_ms: int) -> list[dict[str, Any]]:
     """The period ratio of every monitor of a shared period, then the budget left of each (after the
     hourly tiles, in the group that records them)."""
     on = f"on ({promql.BY_MONITOR})"
-    ratios = "\nor\n".join(f"(\n{_ratio_over(ms, hour)}\n)" for ms in SHARED_PERIODS_MS)
-    budget = f"(1 - {recorded_constant(names.SLO_OBJECTIVE_RECORD)})"
-    shared = " or ".join(f"({_of_period(ms)})" for ms in SHARED_PERIODS_MS)
+    ratios = "\nor\n".join(f"(\n{_ratio_over(ms, hour, tile_ms)}\n)" for ms in SHARED_PERIODS_MS)
+    budget = f"(1 - {recent(names.SLO_OBJECTIVE_RECORD, tile_ms)})"
+    shared = " or ".join(f"({_of_period(ms, tile_ms)})" for ms in SHARED_PERIODS_MS)
     remaining = f"(\n1 - {names.PERIOD_ERROR_RATIO_RECORD} / {on} {budget}\n)\nand {on}\n({shared})"
     return [{"record": names.PERIOD_ERROR_RATIO_RECORD, "expr": ratios},
             {"record": names.BUDGET_REMAINING_RECORD, "expr": remaining}]

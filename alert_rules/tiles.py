@@ -48,14 +48,11 @@ class TileError(ValueError):
         self.reason = reason
 
 
-CONSTANTS_LOOKBACK = durations.format_ms(2 * DEFAULT_TILE_MS)
-"""How far back a reader outside the rules finds a monitor's objective, period or failing window
-(recorded by its tile-long group, every tile: at most 5 minutes): two of the longest tiles."""
-
-
-def recorded_constant(sel: str) -> str:
-    """A monitor's constant series (objective, period) as dashboards and read-backs read it."""
-    return f"last_over_time({sel}[{CONSTANTS_LOOKBACK}])"
+def recent(record_sel: str, tile_ms: int) -> str:
+    """A record as a rule of another group reads it: its last sample within two tiles (a group
+    reading another group's record may run just before that group writes its sample, which then
+    is one interval old, and at a 5-minute interval past the default lookback)."""
+    return f"last_over_time({record_sel}[{durations.format_ms(2 * tile_ms)}])"
 
 
 def tile_problem(tile_ms: int) -> str | None:

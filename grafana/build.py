@@ -34,7 +34,6 @@ from dashlib import (  # noqa: E402
 
 from alert_rules import names as n  # noqa: E402
 from alert_rules.model import DEFAULT_PERIOD_MS  # noqa: E402
-from alert_rules.tiles import recorded_constant  # noqa: E402
 from alert_rules.windows import AlertWindow, alert_windows  # noqa: E402
 
 UID_OVERVIEW = "route-monitor-overview"
@@ -50,7 +49,7 @@ PERIODS = ["30d", "28d", "7d", "1d"]
 
 # --- PromQL templates ---------------------------------------------------------------------
 def objective() -> str:
-    return recorded_constant(f"{n.SLO_OBJECTIVE_RECORD}{{{NS_MON}}}")
+    return f"{n.SLO_OBJECTIVE_RECORD}{{{NS_MON}}}"
 
 
 def error_ratio_over(window: str) -> str:
@@ -88,8 +87,7 @@ def burn_rate(window: str) -> str:
 
 def burn_threshold(window: AlertWindow) -> str:
     """A pair's burn factor for each monitor's own period: budget share x period / long window."""
-    return (f"{window.budget_share.normalize():f} * {recorded_constant(f'{n.SLO_PERIOD_RECORD}{{{NS_MON}}}')}"
-            f" / {window.long_ms // 1000}")
+    return (f"{window.budget_share.normalize():f} * {n.SLO_PERIOD_RECORD}{{{NS_MON}}} / {window.long_ms // 1000}")
 
 
 def firing_alerts(severity: str) -> str:
@@ -245,8 +243,7 @@ def detail() -> dict[str, object]:
                     for q in ("0.5", "0.9", "0.99")), unit="s"),
         Panel("Probes faster than the latency threshold (5m) against the objective",
               (Query(f"1 - {n.slow_ratio_record('5m')}{sel}", legend + " fast"),
-               Query(recorded_constant(f"{n.LATENCY_OBJECTIVE_RECORD}{sel}"), legend + " objective")),
-              unit="percentunit",
+               Query(f"{n.LATENCY_OBJECTIVE_RECORD}{sel}", legend + " objective")), unit="percentunit",
               description="Only monitors with a latency objective (spec.slo.latency) have these series."),
         Panel("Last probe: time per phase", (Query(f"sum by ({BY}, {n.LABEL_PHASE}) "
                                                    f"({n.PROBE_PHASE_DURATION_SECONDS}{sel})", legend + " {{phase}}"),),
