@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from OpenSSL import SSL
 from OpenSSL.crypto import FILETYPE_ASN1, dump_certificate
 
-from route_monitor.probe.tls.ossl import ffi, lib, verify_error_string
+from route_monitor.probe.tls.ossl import error_queue, ffi, lib, verify_error_string
 
 if TYPE_CHECKING:
     from route_monitor.probe.tls.ossl import ClientContext
@@ -121,7 +121,7 @@ class TLSConnection:
 
     def _error(self, e: SSL.Error) -> ssl.SSLError:
         """The stdlib's exception for OpenSSL's error ``e`` (the last of its queue, as ``_ssl.c``)."""
-        errors = e.args[0] if e.args and isinstance(e.args[0], list) else []
+        errors = error_queue(e)
         library, _, reason = errors[-1] if errors else ("", "", str(e))
         if reason == VERIFY_FAILED:
             code = lib.SSL_get_verify_result(self._ssl)

@@ -81,9 +81,13 @@ class TLSMaterialError(ValueError):
     """A CA or client certificate that OpenSSL cannot use; the message is OpenSSL's reason."""
 
 
+def error_queue(e: SSL.Error) -> list[tuple[str, str, str]]:
+    """OpenSSL's error queue as pyOpenSSL raises it: (library, function, reason), oldest first."""
+    return e.args[0] if e.args and isinstance(e.args[0], list) else []
+
+
 def _reason(e: SSL.Error) -> str:
-    errors = e.args[0] if e.args and isinstance(e.args[0], list) else []
-    return "; ".join(str(err[-1]) for err in errors if err[-1]) or str(e) or "unusable"
+    return "; ".join(str(err[-1]) for err in error_queue(e) if err[-1]) or str(e) or "unusable"
 
 
 class ClientContext:
