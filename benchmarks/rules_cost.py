@@ -42,6 +42,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from alert_rules import shared
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
 from route_monitor.files import rulefiles
@@ -147,7 +148,7 @@ def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
         groups = json.load(resp)["data"]["groups"]
     kinds: dict[str, list[float]] = {}
     for g in groups:
-        scope = "shared" if g["name"].startswith("route-monitor-slis") else "monitor"
+        scope = "shared" if g["name"] in shared.GROUPS else "monitor"
         gkind = f"{scope}/{g['interval']:g}s"
         for r in g["rules"]:
             name = r["name"] if r["type"] == "recording" else \
