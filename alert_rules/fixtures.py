@@ -19,7 +19,7 @@ from typing import Any
 
 from alert_rules import durations, names, path_rules, promql, shared
 from alert_rules.model import MonitorSLO
-from alert_rules.rules import enabled_windows, is_fast, rule_groups
+from alert_rules.rules import enabled_windows, group_names, is_fast, rule_groups
 from alert_rules.scenarios import Sim, slow_burn_period
 from alert_rules.sensitivity import trip
 from alert_rules.sli import slis
@@ -218,7 +218,7 @@ def eval_order(slos: Sequence[MonitorSLO], *, paths: bool = False) -> list[str]:
     alerts after the shared records they read, the shared long-window group after the latency tiles
     the monitors' fast groups record, and (``paths``) the shared-path group after the failing records
     it counts. promtool evaluates every group at every step, in an unspecified order unless told."""
-    names_of = [[g["name"] for g in rule_groups(slo)] for slo in slos]  # a usual period: no period group
+    names_of = [group_names(slo) for slo in slos]
     return [shared.GROUP, *(n[0] for n in names_of), *([path_rules.GROUP] if paths else []), shared.LONG_GROUP,
             shared.PERIOD_GROUP, *(n[1] for n in names_of), *(n[2] for n in names_of if len(n) > 2)]
 

@@ -102,9 +102,12 @@ def hour_tile_of(slo: MonitorSLO) -> str:
     return durations.format_ms(TILES_PER_HOUR_TILE * slo.tile_ms)
 
 
-def group_names(slo: MonitorSLO) -> tuple[str, str, str]:
+def group_names(slo: MonitorSLO) -> tuple[str, ...]:
+    """The monitor's groups, in order: fast, long windows, and its period group unless its period
+    is one the shared groups sum (``alert_rules.shared_period``)."""
     base = f"route-monitor/{slo.namespace}/{slo.name}"
-    return base, f"{base}/long-windows", f"{base}/period"
+    own_period = () if shared_period.shares_period(slo) else (f"{base}/period",)
+    return base, f"{base}/long-windows", *own_period
 
 
 def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
@@ -240,5 +243,5 @@ def rule_groups(slo: MonitorSLO) -> list[dict[str, Any]]:
     """Prometheus rule groups for one monitor: recording rules and Contract 4's alerts (no period
     group for a usual period: the shared groups record its period ratio, ``alert_rules.shared_period``)."""
     windows = enabled_windows(slo)
-    own_period = [] if shared_period.shares_period(slo) else [_period_group(slo)]
+    own_period = [_period_group(slo)] if len(group_names(slo)) > 2 else []
     return [_fast_group(slo, windows), _long_group(slo, windows), *own_period]
