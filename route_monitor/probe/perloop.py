@@ -37,8 +37,3 @@ class PerLoop(Generic[T]):
             found = self._by_loop[loop] = self._make(loop)
         self._last, self._last_loop = found, weakref.ref(loop)
         return found
-
-    def forget(self) -> None:
-        """Drop every loop's object (tests that change how the next one is made)."""
-        self._by_loop = weakref.WeakKeyDictionary()
-        self._last = self._last_loop = None

@@ -28,14 +28,3 @@ def test_one_object_per_loop_and_none_kept_after_the_loop() -> None:
     gc.collect()
     assert gone() is None  # neither the registry nor its cache keeps a dropped loop's object
     first.close()
-
-
-def test_forget_makes_the_next_object_anew() -> None:
-    per_loop: PerLoop[Thing] = PerLoop(Thing)
-    loop = asyncio.new_event_loop()
-    try:
-        a = per_loop.of(loop)
-        per_loop.forget()
-        assert per_loop.of(loop) is not a
-    finally:
-        loop.close()
