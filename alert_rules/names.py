@@ -17,6 +17,10 @@ PROBES_TOTAL: Final = "route_monitor_probes_total"
 PROBE_FAILURES_TOTAL: Final = "route_monitor_probe_failures_total"
 PROBE_DURATION_SECONDS: Final = "route_monitor_probe_duration_seconds"
 PROBE_SUCCESS: Final = "route_monitor_probe_success"
+PROBES_FAST_TOTAL: Final = "route_monitor_probes_fast_total"
+"""Successful probes no slower than the monitor's latency threshold (monitors with a latency
+objective only): the duration histogram's bucket at the threshold, under one name for every
+monitor, so the latency SLI is computed by rules shared by every monitor."""
 TLS_CERT_EXPIRY: Final = "route_monitor_tls_certificate_expiry_timestamp_seconds"
 TARGET_INFO: Final = "route_monitor_target_info"
 PROBE_PHASE_DURATION_SECONDS: Final = "route_monitor_probe_phase_duration_seconds"

@@ -11,9 +11,8 @@ guards' counts) is recorded once for every monitor by the shared groups
     failing window as series (which the shared rules read: there from a new Prometheus' first
     evaluations), the failing record of shared-path detection when the monitor is probed less often
     than once a minute (the shared group computes the others': ``alert_rules.shared_failing``),
-    with a latency SLO that SLI's own ratios and tiles (its threshold is its own bucket of the
-    duration histogram), and for a monitor of several vantages its ratios and error tiles under
-    the quorum with the marker that keeps the shared groups off them, and
+    and for a monitor of several vantages its ratios and error tiles under the quorum with the
+    marker that keeps the shared groups off them, and
     ``RouteMonitorPartiallyUnreachable`` (``alert_rules.quorum``). Every rule here is evaluated
     every 30 seconds for every monitor: what does not need that cadence lives in the next group.
 
@@ -120,18 +119,9 @@ def _record(slo: MonitorSLO, record: str, expr: str) -> dict[str, Any]:
 def _burn_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str) -> str:
     """The shared burning record of the pair (:func:`alert_rules.shared.burning`: both ratios above
     the threshold, the guard met, not while a shared path of the monitor is down), read from another
-    group: the last sample within two tiles for a tiled pair. A latency SLI's 1h/5m page reads its
-    own ratios (its threshold is its own bucket), with the guard's count inline, and leaves out its
-    monitor as soon as its own group sees a path of it down (``alert_rules.path_verdict``). The
-    availability page's shared record already does (it is written beside every monitor's failing
-    series), so the page reads it alone."""
-    if is_fast(w) and sli.kind != "availability":
-        threshold = w.threshold(sli.budget)
-        return path_rules.unless_path_down(slo, promql.all_of(
-            promql.above(sli.record_sel(sli.ratio_record(w.long)), threshold),
-            promql.above(sli.record_sel(sli.ratio_record(w.short)), threshold),
-            promql.at_least(f"(\n{sli.bad_count_from_counters(w.long)}\n)", alerts.GUARD_MIN_BAD_PROBES),
-        ), w.short, seen_here=True)
+    group: the last sample within two tiles for a tiled pair. The 1h/5m pages' records are written
+    beside every monitor's failing series and already leave out a monitor whose path is seen down
+    (``alert_rules.path_verdict``), so a page reads its record alone."""
     record = sli.record_sel(names.burning_record(sli.kind, w.long))
     if is_fast(w):
         return f"{record} == 1"
@@ -155,21 +145,8 @@ def _alert_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: t
     return promql.unless(expr, holdoff.held_off(slo, sli, w, fast))
 
 
-def _latency_parts(slo: MonitorSLO, sli: SLI, tile: str) -> list[dict[str, Any]]:
-    """What only this monitor's latency SLI can record (its threshold is its own histogram
-    bucket): its ratios over the fast page's windows and its tiles, which the shared long-window
-    group sums. The tiles are recorded at every evaluation (each one the exact increase over the
-    tile before it): the shared sums step on tile boundaries and take one of them per step."""
-    rules = [_record(slo, sli.ratio_record(w), sli.ratio_from_counters(w)) for w in shared.FAST_WINDOWS]
-    rules.append(_record(slo, sli.good_or_bad_tile_record(tile), sli.tile_from_counters(tile)))
-    rules.append(_record(slo, sli.count_record(tile), sli.bad_count_from_counters(tile)))
-    return rules
-
-
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     rules = _constants(slo)
-    for sli in slis(slo)[1:]:
-        rules += _latency_parts(slo, sli, tile_of(slo))
     rules += quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
     if not shared_failing.shares_failing(slo):
         rules.append(path_rules.failing_record(slo))

@@ -7,9 +7,9 @@ the tiles, the window sums or the bad-probe counts depends on a monitor's thresh
 computed here once for every monitor (``sum by (namespace, monitor)``), under the same record
 names, and each monitor's own groups (``alert_rules.rules``) keep only what does depend on it:
 its alerts (thresholds, labels, annotations), its failing record if it is probed less often than
-once a minute (its probe interval: ``alert_rules.shared_failing``), its
-latency SLI's raw parts (its threshold is its own histogram bucket), the objective as a series
-and its period ratio (its period).
+once a minute (its probe interval: ``alert_rules.shared_failing``), the objectives as series
+and its period ratio (its period). The latency SLI is shared too: its fast probes are counted
+under one name for every monitor (``route_monitor_probes_fast_total``), whatever the threshold.
 
 Three groups, once per Prometheus (the PrometheusRule the operator keeps,
 ``route_monitor.operator.outputs.sharedrule``; ``route-monitor rules --operator``; the plain rule
@@ -25,12 +25,13 @@ series these groups skip (``unless on (namespace, monitor)``); every record down
     The failing records of shared-path detection for every monitor probed at least once a minute
     and every monitor's per-path failing record (``alert_rules.shared_failing``), then the 5m and 1h
     error ratios from the raw counters and the failed probes counted within 1h
-    (the 1h/5m page's guard): the fast page's inputs, read by each monitor's fast group one
+    (the 1h/5m page's guard), for availability and every monitor with a latency SLI, and the
+    1h/5m pairs' burning records: the fast pages' inputs, read by each monitor's fast group one
     evaluation later at most.
 ``route-monitor-slis/long-windows`` (``interval``: the tile)
-    The tiles (all probes, failed probes, failed probes counted) and the window sums over
-    them (30m to 3d), ratios and guard counts, for availability and for every monitor with a
-    latency SLI (whose own fast group records its fast and slow tiles). The tile sums are
+    The tiles (all probes, failed probes, failed probes counted, fast probes, slow probes counted)
+    and the window sums over them (30m to 3d), ratios and guard counts, for availability and for
+    every monitor with a latency SLI. The tile sums are
     subqueries stepped on tile boundaries (``promql.tiles_sum``): one tile per step whatever
     the evaluation cadence, which a range over the recorded tiles cannot promise (``promtool
     test rules`` evaluates every group at every step: a range would sum overlapping tiles).
@@ -145,12 +146,15 @@ def probes_absent(tile_ms: int) -> str:
 
 
 def _fast_group(tile_ms: int) -> dict[str, Any]:
-    a = _AVAILABILITY
+    a, lat = _AVAILABILITY, _LATENCY
     rules = shared_failing.failing_rules(tile_ms)  # first: the burning records below read them
     rules += [_record(a.ratio_record(w), _one_vantage(a.ratio_from_counters(w))) for w in FAST_WINDOWS]
-    rules.append(_record(a.count_record(FAST_COUNT_WINDOW), a.bad_count_from_counters(FAST_COUNT_WINDOW)))
-    rules += [_record(names.burning_record(a.kind, durations.format_ms(row.long_ms)), burning(a, row, tile_ms))
-              for row in WORKBOOK_WINDOWS if row.long_ms <= FAST_MAX_MS]
+    rules += [_record(lat.ratio_record(w), lat.ratio_from_counters(w)) for w in FAST_WINDOWS]
+    for sli in (a, lat):
+        rules.append(_record(sli.count_record(FAST_COUNT_WINDOW), sli.bad_count_from_counters(FAST_COUNT_WINDOW)))
+    for sli in (a, lat):
+        rules += [_record(names.burning_record(sli.kind, durations.format_ms(row.long_ms)), burning(sli, row, tile_ms))
+                  for row in WORKBOOK_WINDOWS if row.long_ms <= FAST_MAX_MS]
     rules.append(_record(names.PROBES_ABSENT_RECORD, probes_absent(tile_ms)))
     return {"name": GROUP, "rules": rules}
 
@@ -160,7 +164,9 @@ def _long_group(tile: str) -> dict[str, Any]:
     all_tile = promql.by_monitor(promql.tile_increase(a.all_probes, tile))
     rules = [_record(names.probes_increase_record(tile), all_tile),
              _record(a.good_or_bad_tile_record(tile), _one_vantage(a.tile_from_counters(tile))),
-             _record(a.count_record(tile), a.bad_count_from_counters(tile))]
+             _record(a.count_record(tile), a.bad_count_from_counters(tile)),
+             _record(lat.good_or_bad_tile_record(tile), lat.tile_from_counters(tile)),
+             _record(lat.count_record(tile), lat.bad_count_from_counters(tile))]
     for sli in (a, lat):
         for ms in tiled_windows_ms():
             w = durations.format_ms(ms)

@@ -5,8 +5,9 @@ Both are ratios of bad probes to all probes, from Contract 3's counters:
 
 - availability: bad = ``route_monitor_probes_total{result="failure"}``;
 - latency: bad = failed, or successful but slower than the threshold. The duration histogram
-  counts successful probes only and its bucket ``le=<threshold>`` counts the fast ones, so
-  slow ratio = 1 - fast / all probes (``le`` rendered by ``names.le_label``, like ``/metrics``).
+  counts successful probes only; ``route_monitor_probes_fast_total`` counts the fast ones (its
+  bucket at the threshold, under one name for every monitor, so these rules are shared), so
+  slow ratio = 1 - fast / all probes.
 
 Each SLI yields: its bad ratio over a window from the raw counters, the count of bad probes
 within a window (the single-probe guard, see ``alert_rules.rules``), and the per-tile
@@ -76,10 +77,7 @@ class SLI:
 
     @property
     def fast_probes(self) -> str:
-        if self.everyone:
-            raise ValueError("the fast bucket is the monitor's own threshold: no shared selector")
-        le = names.le_label(self.threshold_ms / 1000)
-        return self._sel(f"{names.PROBE_DURATION_SECONDS}_bucket", ("le", le))
+        return self._sel(names.PROBES_FAST_TOTAL)
 
     @property
     def successful_probes(self) -> str:

@@ -121,7 +121,8 @@ class Timeline:
                 hist = names.PROBE_DURATION_SECONDS
                 rows += [(f"{hist}_count", (), c["count"]),
                          (f"{hist}_bucket", (("le", self.threshold_le),), c["fast"]),
-                         (f"{hist}_bucket", (("le", "+Inf"),), c["count"])]
+                         (f"{hist}_bucket", (("le", "+Inf"),), c["count"]),
+                         (names.PROBES_FAST_TOTAL, (), c["fast"])]
             for metric, extra, values in rows:
                 text = compress(_with_stale_markers(values))
                 series.append({"series": promql.selector(metric, (*ident, *extra)), "values": text})

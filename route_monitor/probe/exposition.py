@@ -41,6 +41,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     probes = _family(names.PROBES_TOTAL, "counter", helps[names.PROBES_TOTAL])
     failures = _family(names.PROBE_FAILURES_TOTAL, "counter", helps[names.PROBE_FAILURES_TOTAL])
     duration = _family(names.PROBE_DURATION_SECONDS, "histogram", helps[names.PROBE_DURATION_SECONDS])
+    fast = _family(names.PROBES_FAST_TOTAL, "counter", helps[names.PROBES_FAST_TOTAL])
     success = _family(names.PROBE_SUCCESS, "gauge", helps[names.PROBE_SUCCESS])
     expiry = _family(names.TLS_CERT_EXPIRY, "gauge", helps[names.TLS_CERT_EXPIRY])
     info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
@@ -65,6 +66,9 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
             duration.append(f'{bucket}{{{ident},le="{le}"}} {acc}.0')
         duration.append(f"{names.PROBE_DURATION_SECONDS}_count{{{ident}}} {acc}.0")
         duration.append(f"{names.PROBE_DURATION_SECONDS}_sum{{{ident}}} {floatToGoString(h.sum)}")
+        n_fast = h.fast()
+        if n_fast is not None:
+            fast.append(f"{names.PROBES_FAST_TOTAL}{{{ident}}} {n_fast}.0")
         if s.last_success is not None:
             success.append(f"{names.PROBE_SUCCESS}{{{ident}}} {s.last_success}.0")
         if s.cert_not_after is not None:
@@ -84,5 +88,5 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
             path_info.append(f'{names.MONITOR_PATH_INFO}{{{ident},{names.LABEL_PATH}="{path}"}} 1.0')
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
-    return "\n".join([*probes, *failures, *duration, *success, *expiry, *info, *excluded, *maintenance, *warming,
+    return "\n".join([*probes, *failures, *duration, *fast, *success, *expiry, *info, *excluded, *maintenance, *warming,
                       *phase_family, *status, *path_info, *flight]) + "\n"

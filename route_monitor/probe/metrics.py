@@ -53,6 +53,7 @@ HELP = {
     names.PROBE_FAILURES_TOTAL: "Failed probes by reason (bounded set)",
     names.PROBE_DURATION_SECONDS: "Duration of successful probes (the latency threshold is always a bucket boundary)",
     names.PROBE_SUCCESS: "1 if the last probe succeeded, else 0",
+    names.PROBES_FAST_TOTAL: "Successful probes no slower than the latency threshold (monitors with a latency objective)",
     names.TLS_CERT_EXPIRY: "Leaf certificate notAfter (seconds since the epoch), reported even when verification fails",
     names.TARGET_INFO: "What is being probed (always 1)",
     names.PROBES_IN_FLIGHT: "Probes running right now",
@@ -88,13 +89,20 @@ class TargetInfo:
 class Hist:
     """One monitor's duration histogram (non-cumulative bucket counts; the last one is +Inf)."""
 
-    __slots__ = ("bounds", "buckets", "le_labels", "sum")
+    __slots__ = ("bounds", "buckets", "fast_upto", "le_labels", "sum")
 
-    def __init__(self, bounds: tuple[float, ...]) -> None:
+    def __init__(self, bounds: tuple[float, ...], threshold_seconds: float | None = None) -> None:
         self.bounds = bounds
         self.le_labels = _le_labels(bounds)
         self.buckets = [0] * (len(bounds) + 1)
         self.sum = 0.0
+        self.fast_upto = None if threshold_seconds is None else bounds.index(float(threshold_seconds)) + 1
+        """How many buckets count the fast probes (those up to the latency threshold), if one is set."""
+
+    def fast(self) -> int | None:
+        """``route_monitor_probes_fast_total``: the cumulative count at the threshold's bucket."""
+        upto = self.fast_upto
+        return None if upto is None else sum(self.buckets[:upto])
 
 
 class MonitorSeries:
@@ -104,14 +112,15 @@ class MonitorSeries:
     __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
                  "last_success", "maintenance", "phases", "status_code", "success", "warming_up")
 
-    def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "") -> None:
+    def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "",
+                 threshold_seconds: float | None = None) -> None:
         self.key = key
         self.ident = f'namespace="{exposition.escape(key[0])}",monitor="{exposition.escape(key[1])}"'
         if location:
             self.ident += f',{names.LABEL_LOCATION}="{exposition.escape(location)}"'
         self.by_reason: dict[FailureReason, int] = {}
         self.set_info(info)
-        self.hist = Hist(bounds)
+        self.hist = Hist(bounds, threshold_seconds)
         self.success = 0
         self.failure = 0
         self.last_success: int | None = None
@@ -199,10 +208,10 @@ class ProbeMetrics:
         bounds = _buckets(threshold_seconds)
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = MonitorSeries(key, info, bounds, self.location)
+            series = self._series[key] = MonitorSeries(key, info, bounds, self.location, threshold_seconds)
             return series
-        if series.hist.bounds != bounds:
-            series.hist = Hist(bounds)
+        if series.hist.bounds != bounds or series.hist.fast_upto != Hist(bounds, threshold_seconds).fast_upto:
+            series.hist = Hist(bounds, threshold_seconds)
         if series.info.url != info.url:
             series.cert_not_after = None
         series.set_info(info)
@@ -253,6 +262,7 @@ class _Collector:
                                        labels=[*ident, names.LABEL_REASON])
         duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, HELP[names.PROBE_DURATION_SECONDS], labels=ident)
         success = GaugeMetricFamily(names.PROBE_SUCCESS, HELP[names.PROBE_SUCCESS], labels=ident)
+        fast = CounterMetricFamily(names.PROBES_FAST_TOTAL, HELP[names.PROBES_FAST_TOTAL], labels=ident)
         expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, HELP[names.TLS_CERT_EXPIRY], labels=ident)
         info = GaugeMetricFamily(names.TARGET_INFO, HELP[names.TARGET_INFO],
                                  labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])
@@ -279,6 +289,9 @@ class _Collector:
                 acc += n
                 cumulative.append((le, acc))
             duration.add_metric(idv, cumulative, h.sum)
+            n_fast = h.fast()
+            if n_fast is not None:
+                fast.add_metric(idv, n_fast)
             if s.last_success is not None:
                 success.add_metric(idv, s.last_success)
             if s.cert_not_after is not None:
@@ -296,5 +309,5 @@ class _Collector:
                 status.add_metric(idv, s.status_code)
             for path in s.info.paths:
                 path_info.add_metric([*idv, path], 1)
-        yield from (probes, failures, duration, success, expiry, info, excluded, maintenance, warming, phases, status,
+        yield from (probes, failures, duration, fast, success, expiry, info, excluded, maintenance, warming, phases, status,
                     path_info, in_flight)

@@ -125,20 +125,23 @@ _RAW = re.compile(r"(route_monitor_[a-z_]+)\{[^}]*\}(?:\[(\w+)\]| offset (\w+))?
 
 
 def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
+    """The monitor's own rules read only its own raw series, the shared ones every monitor's; both
+    aggregate by monitor and read at most an hour of raw samples (longer windows sum tiles)."""
     reads = 0
-    for group in rule_groups(slo(latency=True)):
+    own = [(g, True) for g in rule_groups(slo(latency=True))]
+    for group, is_own in [*own, *((g, False) for g in shared.shared_rule_groups())]:
         for rule in group["rules"]:
             raw = list(_RAW.finditer(rule["expr"]))
             reads += len(raw)
             for m in raw:
-                assert 'namespace="shop",monitor="checkout"' in m.group(0)
+                assert not is_own or 'namespace="shop",monitor="checkout"' in m.group(0)
                 window = m.group(2) or m.group(3)
-                assert window in (None, "1m", "2m", "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
+                assert window in (None, "1m", "2m", "4m", "5m", "10m", "30m", "1h"), (rule.get("record") or rule["alert"], window)
             if raw and "record" in rule:
                 # the path info is per (monitor, path): aggregated by both (whichever replica exported it)
                 by_monitor = ("sum by (namespace, monitor)", f"max by (namespace, monitor, path) ({names.MONITOR_PATH_INFO}{{")
                 assert any(agg in rule["expr"] for agg in by_monitor), rule
-    assert reads >= 4, "no raw read of the probe series found: the pattern no longer matches the rules"
+    assert reads >= 20, "no raw read of the probe series found: the pattern no longer matches the rules"
 
 
 def test_long_windows_come_from_tiles_in_a_shared_5m_group_the_fast_groups_never_read() -> None:
@@ -164,15 +167,15 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     """The shared groups do not grow with the monitors; an availability monitor adds its alerts and
     its objective, period and failing window, and no window of its own (its failing records are
     shared: probed every 30s; so are its period ratio and budget: 30 days); a latency SLI adds its
-    threshold-bound ratios and tiles. Its fast group (every evaluation) holds its two alerts and its
-    three constants."""
+    objective only (its ratios and tiles are shared: the engine counts its fast probes under one
+    name). Its fast group (every evaluation) holds its two alerts and its three constants."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
     one, two = _rules_per_kind(text(1)), _rules_per_kind(text(2))
     assert one[0] == shared_records + 3 and two[0] == shared_records + 2 * 3
     assert two[1] == 2 * one[1] == 2 * 7
-    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (3 + 5)
+    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (3 + 1)
     assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 3
     assert len(rule_groups(slo())[0]["rules"]) == 5
     for group in rule_groups(slo(latency=True)):
@@ -195,9 +198,16 @@ def test_output_is_deterministic_and_independent_of_input_order() -> None:
 @pytest.mark.parametrize("threshold_ms", [1, 5, 100, 250, 300, 500, 1000, 1500, 2500, 10_000, 12_000, 30_000])
 def test_le_label_matches_client_python(threshold_ms: int) -> None:
     assert names.le_label(threshold_ms / 1000) == floatToGoString(threshold_ms / 1000)
-    fast = next(r for r in rule_groups(slo(latency=True))[0]["rules"]
-                if r.get("record") == names.slow_ratio_record("5m"))
-    assert 'le="0.5"' in fast["expr"]
+
+
+def test_the_latency_sli_reads_the_fast_counter_not_a_bucket() -> None:
+    """Every monitor's fast probes are one counter (``route_monitor_probes_fast_total``), whatever its
+    threshold: the latency ratios are shared rules, and no rule depends on a bucket's ``le``."""
+    shared_fast = next(r for g in shared_rule_groups() for r in g["rules"]
+                       if r.get("record") == names.slow_ratio_record("5m"))
+    assert f"rate({names.PROBES_FAST_TOTAL}[5m])" in shared_fast["expr"] and "le=" not in shared_fast["expr"]
+    own = prometheus_rule_file([slo(latency=True)], shared=False)
+    assert "_bucket" not in own and names.slow_ratio_record("5m") not in own
 
 
 def test_prometheusrule_object() -> None:

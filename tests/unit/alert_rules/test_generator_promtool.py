@@ -252,6 +252,8 @@ def _slow(m: str) -> tuple[list[dict], list[dict]]:
         {"series": h % ("count", ""), "values": run(ok)},
         {"series": h % ("bucket", ',le="0.5"'), "values": run(fast)},
         {"series": h % ("bucket", ',le="+Inf"'), "values": run(ok)},
+        {"series": f'route_monitor_probes_fast_total{{namespace="shop",monitor="{m}",instance="p0:8080"}}',
+         "values": run(fast)},
     ], [never("3h", alertname="RouteMonitorErrorBudgetBurn", name=m),
         never("60m", alertname="RouteMonitorLatencyBudgetBurn", name=m),
         firing_at("95m", alertname="RouteMonitorLatencyBudgetBurn", name=m, severity="critical", long="1h",

@@ -55,6 +55,29 @@ def test_threshold_bucket_is_inclusive_and_buckets_are_cumulative() -> None:
     assert registry.get_sample_value(names.PROBE_DURATION_SECONDS + "_sum", LABELS) == pytest.approx(20.60101)
 
 
+def test_fast_counter_is_the_threshold_bucket_for_latency_monitors_only() -> None:
+    """``route_monitor_probes_fast_total`` is what the shared latency rules read: the bucket at
+    the threshold (inclusive), none for a monitor without a latency objective, restarted with the
+    histogram when the threshold changes (even to a default bucket boundary)."""
+    registry = CollectorRegistry()
+    metrics = ProbeMetrics(registry)
+    series = metrics.add(KEY, TargetInfo("https://x/", "url", ""), 0.3)
+    plain = metrics.add(("ns", "plain"), TargetInfo("https://y/", "url", ""), None)
+    for d in (0.001, 0.3, 0.30001, 20.0):
+        series.record(ok(d))
+        plain.record(ok(d))
+    series.record(failed(FailureReason.TIMEOUT))
+    assert registry.get_sample_value(names.PROBES_FAST_TOTAL, LABELS) == 2
+    assert registry.get_sample_value(names.PROBES_FAST_TOTAL, {"namespace": "ns", "monitor": "plain"}) is None
+    metrics.add(KEY, TargetInfo("https://x/", "url", ""), 0.5)  # a default boundary: same bucket set as None
+    assert registry.get_sample_value(names.PROBES_FAST_TOTAL, LABELS) == 0
+    series.record(ok(0.4))
+    assert registry.get_sample_value(names.PROBES_FAST_TOTAL, LABELS) == 1
+    metrics.add(KEY, TargetInfo("https://x/", "url", ""), None)
+    assert registry.get_sample_value(names.PROBES_FAST_TOTAL, LABELS) is None
+    assert b"route_monitor_probes_fast_total{" not in metrics.exposition()
+
+
 def test_certificate_expiry_survives_failures_but_not_a_url_change() -> None:
     registry = CollectorRegistry()
     metrics = ProbeMetrics(registry)
