@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from alert_rules import durations, names, path_rules, promql, shared
+from alert_rules import durations, names, params, path_rules, promql, shared
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows, group_names, is_fast, rule_groups
 from alert_rules.scenarios import Sim, slow_burn_period
@@ -53,7 +53,8 @@ class _Fixture:
         return max(1, ms // self.slo.interval_ms)
 
     def timeline(self, parts: list[Step], **kw: Any) -> Timeline:
-        return Timeline(self.slo.namespace, self.slo.name, tuple(parts), self.le, **kw)
+        return Timeline(self.slo.namespace, self.slo.name, tuple(parts), self.le,
+                        params=params.values(self.slo.objective, self.slo.interval_ms), **kw)
 
     def group(self, name: str, tl: Timeline, expr: list[dict[str, Any]] | None = None,
               alerts: list[dict[str, Any]] | None = None, extra: list[dict[str, str]] | None = None) -> dict[str, Any]:

@@ -17,6 +17,12 @@ PROBES_TOTAL: Final = "route_monitor_probes_total"
 PROBE_FAILURES_TOTAL: Final = "route_monitor_probe_failures_total"
 PROBE_DURATION_SECONDS: Final = "route_monitor_probe_duration_seconds"
 PROBE_SUCCESS: Final = "route_monitor_probe_success"
+SLO_OBJECTIVE: Final = "route_monitor_slo_objective_ratio"
+SLO_PERIOD: Final = "route_monitor_slo_period_seconds"
+LATENCY_OBJECTIVE: Final = "route_monitor_latency_objective_ratio"
+PROBE_INTERVAL: Final = "route_monitor_probe_interval_seconds"
+"""The monitor's objectives and probe interval as the engine probes it (``alert_rules.params``): the
+shared rules read every monitor's thresholds from them, so no rule of its own records them."""
 PROBES_FAST_TOTAL: Final = "route_monitor_probes_fast_total"
 """Successful probes no slower than the monitor's latency threshold (monitors with a latency
 objective only): the duration histogram's bucket at the threshold, under one name for every
@@ -257,6 +263,9 @@ QUORUM_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}quorum:count"
 """Contract 12: a monitor of several vantages' quorum, recorded only for such a monitor; the shared
 groups leave the monitors carrying it to their own quorum rules (``alert_rules.quorum``)."""
 PROBES_ABSENT_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probes:absent"
+RULES_LOADED_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}rules_loaded:bool"
+"""1 for every monitor whose own rules this Prometheus evaluates (its long-window group, every
+tile): what ``RouteMonitorProbesAbsent`` and ``RouteMonitorOperatorDown`` count as expected."""
 """1 for a monitor with no probe result (counted or excluded) within 5m and no shared path down:
 what each monitor's ``RouteMonitorProbesAbsent`` reads (``alert_rules.shared``)."""
 

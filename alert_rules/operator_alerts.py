@@ -8,7 +8,7 @@ is blind. These alerts watch the operator (or ``standalone``) as one service:
 |---|---|---|
 | ``RouteMonitorOperatorDown`` | critical | SLOs exist, no route-monitor target up for 5m; value: SLOs blind |
 
-``RouteMonitorOperatorDown`` counts the SLOs from their recorded objectives; where a rule cannot
+``RouteMonitorOperatorDown`` counts the SLOs whose rules are loaded (``alert_rules.params``); where a rule cannot
 see other namespaces (a Prometheus enforcing namespaces, e.g. OpenShift user-workload
 monitoring), it counts the monitors the operator itself last reported owning (within a week).
 | ``RouteMonitorReconcileErrors`` | warning | reconciles keep failing (more than 5 in 15m, for 15m) |
@@ -73,7 +73,7 @@ def operator_rule_groups(settings: OperatorAlerting | None = None) -> list[dict[
     blind = f"{names.PROBER_BLIND}{{{job}}}"
     all_blind = f"min({blind}) == 1"
     rules = [
-        _alert(s, OPERATOR_DOWN, f"(\n  count({names.SLO_OBJECTIVE_RECORD})\n  or on ()\n"
+        _alert(s, OPERATOR_DOWN, f"(\n  count(last_over_time({names.RULES_LOADED_RECORD}[10m]))\n  or on ()\n"
                f"  last_over_time(sum({names.OWNED_MONITORS}{{{job}}})[7d:5m])\n)\nand on () absent({up} == 1)", "5m",
                names.SEVERITY_CRITICAL, "route-monitor is down: {{ $value }} SLOs are blind",
                f"No route-monitor /metrics target (job {s.job}) is up, so no monitor is probed and no burn alert "

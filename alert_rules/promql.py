@@ -64,6 +64,12 @@ def by_monitor(expr: str) -> str:
     return f"sum by ({BY_MONITOR}) ({expr})"
 
 
+def by_monitor_max(expr: str) -> str:
+    """One series per monitor of a value every series of it carries alike (a gauge exported by each
+    location probing it)."""
+    return f"max by ({BY_MONITOR}) ({expr})"
+
+
 def rate(sel: str, window: str) -> str:
     return f"rate({sel}[{window}])"
 

@@ -7,12 +7,11 @@ guards' counts) is recorded once for every monitor by the shared groups
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
     What must be fresh at every evaluation and depends on the monitor: the 1h/5m page (what pages
     on a hard outage, within about a minute of the budget math allowing it),
-    ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the objective, period and
-    failing window as series (which the shared rules read: there from a new Prometheus' first
-    evaluations), the failing record of shared-path detection when the monitor is probed less often
-    than once a minute (the shared group computes the others': ``alert_rules.shared_failing``),
-    and for a monitor of several vantages its ratios and error tiles under the quorum with the
-    marker that keeps the shared groups off them, and
+    ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the failing record of
+    shared-path detection when the monitor is probed less often than once a minute (the shared
+    group computes the others': ``alert_rules.shared_failing``), for a monitor of several vantages
+    its ratios and error tiles under the quorum with the marker that keeps the shared groups off
+    them, and
     ``RouteMonitorPartiallyUnreachable`` (``alert_rules.quorum``). Every rule here is evaluated
     every 30 seconds for every monitor: what does not need that cadence lives in the next group.
 
@@ -20,8 +19,11 @@ guards' counts) is recorded once for every monitor by the shared groups
     The alerts on windows summed from tiles (6h/30m page, tickets), reading the shared
     records through ``last_over_time`` over two tiles (another group's 5-minute record may be one
     interval old when read), ``RouteMonitorCertificateExpiry`` and ``RouteMonitorRulesIncomplete``
-    (the shared groups are missing: ``for: 10m``). A test or demo stack may
-    shorten the tile (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30
+    (the shared groups are missing: ``for: 10m``), and the marker that the monitor's rules are
+    loaded (what ``RouteMonitorProbesAbsent`` expects probes for). Its objective, period and
+    failing window are not rules: the engine exports them beside its probes
+    (``alert_rules.params``) and the shared group records them for every monitor. A test or demo
+    stack may shorten the tile (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30
     seconds, with the same windows and thresholds); record names carry the tile.
 
 ``route-monitor/<namespace>/<name>/period`` (``interval: 1h``, twelve tiles)
@@ -146,8 +148,7 @@ def _alert_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: t
 
 
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
-    rules = _constants(slo)
-    rules += quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
+    rules = quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
     if not shared_failing.shares_failing(slo):
         rules.append(path_rules.failing_record(slo))
     rules += quorum.alert_rules(slo)
@@ -166,19 +167,12 @@ def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:
     return alerts.rules_incomplete_alert(slo, promql.selector(names.PROBES_TOTAL, matchers), shared_sel)
 
 
-def _constants(slo: MonitorSLO) -> list[dict[str, Any]]:
-    """The objective, period and failing window as series: the shared burn conditions' thresholds
-    (``alert_rules.shared.threshold``), the shared failing records (``alert_rules.shared_failing``)
-    and the dashboards read them. In the fast group, so that they are there from the first
-    evaluations of a new monitor's rules or of a new Prometheus (in the tile-long group, a new
-    Prometheus would page for nothing and see no shared outage for up to one tile)."""
-    out = [_record(slo, names.SLO_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100)),
-           _record(slo, names.SLO_PERIOD_RECORD, promql.constant(slo.objective.period_ms // 1000)),
-           _record(slo, names.FAILING_WINDOW_RECORD, shared_failing.window_constant(slo))]
-    if slo.objective.latency is not None:
-        out.append(_record(slo, names.LATENCY_OBJECTIVE_RECORD,
-                           promql.constant(slo.objective.latency.objective / 100)))
-    return out
+def _rules_loaded(slo: MonitorSLO) -> dict[str, Any]:
+    """The marker that this Prometheus evaluates the monitor's rules: what ``RouteMonitorProbesAbsent``
+    expects probes for (its thresholds come from the engine's series, ``alert_rules.params``, which
+    vanish with the probes). Every tile is often enough: the marker is read over two tiles, and
+    a new monitor has no probes to miss for the first ten minutes anyway."""
+    return _record(slo, names.RULES_LOADED_RECORD, "vector(1)")
 
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
@@ -189,7 +183,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
     rules.append(_rules_incomplete(slo))
-    return {"name": group_names(slo)[1], "interval": tile, "rules": rules}
+    return {"name": group_names(slo)[1], "interval": tile, "rules": [_rules_loaded(slo), *rules]}
 
 
 def _period_group(slo: MonitorSLO) -> dict[str, Any]:

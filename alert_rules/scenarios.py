@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from alert_rules import params
 from alert_rules.model import MonitorSLO
 from alert_rules.rules import enabled_windows, is_fast
 from alert_rules.sensitivity import trip
@@ -73,7 +74,7 @@ def slow_burn_period(slo: MonitorSLO) -> tuple[Timeline, AlertWindow, int] | Non
         parts = steps("ok", history)
         while len(parts) < length:
             parts += steps("ok", k - 1) + steps("fail", 1)
-        tl = Timeline(slo.namespace, slo.name, tuple(parts))
+        tl = Timeline(slo.namespace, slo.name, tuple(parts), params=params.values(slo.objective, slo.interval_ms))
         sim = Sim(tl, interval, slo.tile_ms)
         every = min(_EVAL_MS, slo.tile_ms)
         times = range(every, len(parts) * interval + 1, every)

@@ -50,7 +50,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, path_verdict, promql, shared_failing, shared_period, tiles
+from alert_rules import durations, names, params, path_verdict, promql, shared_failing, shared_period, tiles
 from alert_rules.alerts import ABSENT_AFTER, GUARD_MIN_BAD_PROBES
 from alert_rules.sli import SLI
 from alert_rules.windows import WORKBOOK_WINDOWS, WindowRow, alert_windows, windows_of
@@ -133,21 +133,23 @@ def burning(sli: SLI, row: WindowRow, tile_ms: int) -> str:
 
 
 def probes_absent(tile_ms: int) -> str:
-    """1 for every monitor with rules (its recorded objective) whose 5m error ratio is 0/0 or gone,
+    """1 for every monitor with rules (its :data:`~alert_rules.names.RULES_LOADED_RECORD`) whose 5m
+    error ratio is 0/0 or gone,
     unless excluded probes (a maintenance window, a pause, warm-up) were recorded within 5m, and
     not behind a shared path that is down (``alert_rules.alerts.probes_absent_alert``)."""
     a = _AVAILABILITY
     ratio = a.record_sel(a.ratio_record("5m"))
     excluded = f"{promql.by_monitor(promql.rate(names.PROBES_EXCLUDED_TOTAL, '5m'))} > 0"
     on = f"on ({promql.BY_MONITOR})"
-    silent = (f"group by ({promql.BY_MONITOR}) (\n{recent(names.SLO_OBJECTIVE_RECORD, tile_ms)}\n)\n"
+    silent = (f"group by ({promql.BY_MONITOR}) (\n{recent(names.RULES_LOADED_RECORD, tile_ms)}\n)\n"
               f"unless {on}\n({ratio} == {ratio})\nunless {on}\n{excluded}")
     return _held_back(silent, ABSENT_AFTER)
 
 
 def _fast_group(tile_ms: int) -> dict[str, Any]:
     a, lat = _AVAILABILITY, _LATENCY
-    rules = shared_failing.failing_rules(tile_ms)  # first: the burning records below read them
+    rules = params.copy_rules()  # first: every rule below reads the thresholds
+    rules += shared_failing.failing_rules(tile_ms)  # then: the burning records below read them
     rules += [_record(a.ratio_record(w), _one_vantage(a.ratio_from_counters(w))) for w in FAST_WINDOWS]
     rules += [_record(lat.ratio_record(w), lat.ratio_from_counters(w)) for w in FAST_WINDOWS]
     for sli in (a, lat):

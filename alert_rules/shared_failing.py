@@ -10,8 +10,8 @@ serve every monitor; but the intervals people use fall into few windows: every i
 :data:`SHARED_WINDOWS_MS` and keeps, for each window, the monitors whose own window it is, and a
 second one its ``reason="dns_error"`` series from the first one's (not computing the failing
 condition twice, as one rule must: ``promql.with_reason``) (the series
-:data:`~alert_rules.names.FAILING_WINDOW_RECORD` each monitor's rules record with its
-constants); a monitor probed less often keeps its own failing record in its own fast group
+:data:`~alert_rules.names.FAILING_WINDOW_RECORD`, recorded by the shared group from the interval
+the engine exports: ``alert_rules.params``); a monitor probed less often keeps its own failing record in its own fast group
 (``alert_rules.rules``), which these rules leave alone (its window matches none of theirs).
 
 The per-path record (:data:`~alert_rules.names.FAILING_ON_PATH_RECORD`) is computed here for every
@@ -21,8 +21,8 @@ for a monitor probed less often, then up to one evaluation late).
 Timing: every monitor's failing series is written at the same instant, by this group. A monitor's
 page (its own fast group) reads them at most one evaluation late, its own included, which its
 settle (``path_rules.settle_ms``) already covers for its siblings' (``alert_rules.path_verdict``).
-A monitor's window series is recorded by its fast group with its objective and period, so its failing
-record starts with its rules' first evaluations.
+A monitor's window series is recorded by this group from the engine's series, so its failing
+record starts with its first scrape.
 """
 
 from __future__ import annotations
@@ -40,11 +40,6 @@ SHARED_WINDOWS_MS = (60_000, 120_000)
 def shares_failing(slo: MonitorSLO) -> bool:
     """Whether the shared rules compute the monitor's failing record (else its own group does)."""
     return path_rules.failing_window_ms(slo.interval_ms) in SHARED_WINDOWS_MS
-
-
-def window_constant(slo: MonitorSLO) -> str:
-    """The value of the monitor's :data:`~alert_rules.names.FAILING_WINDOW_RECORD` (seconds)."""
-    return promql.constant(path_rules.failing_window_ms(slo.interval_ms) // 1000)
 
 
 def _of_window(expr: str, window_ms: int, tile_ms: int) -> str:

@@ -76,6 +76,9 @@ class Timeline:
     initial_failures: int = 0
     """Failure counter of the first prober at the start (failures from long before the scenario)."""
     excluded_reason: str = names.EXCLUDED_MAINTENANCE
+    params: tuple[tuple[str, float], ...] = ()
+    """The monitor's objectives and interval as the engine exports them (``alert_rules.params``),
+    beside its probe counters for as long as a prober exports those."""
 
     def _counters(self, instance: str) -> dict[str, list[float | None]]:
         keys = ("success", "failure", "count", "fast", "excluded")
@@ -123,6 +126,7 @@ class Timeline:
                          (f"{hist}_bucket", (("le", self.threshold_le),), c["fast"]),
                          (f"{hist}_bucket", (("le", "+Inf"),), c["count"]),
                          (names.PROBES_FAST_TOTAL, (), c["fast"])]
+            rows += [(name, (), [None if v is None else value for v in c["success"]]) for name, value in self.params]
             for metric, extra, values in rows:
                 text = compress(_with_stale_markers(values))
                 series.append({"series": promql.selector(metric, (*ident, *extra)), "values": text})

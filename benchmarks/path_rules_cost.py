@@ -42,7 +42,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from alert_rules import names, prometheus_rule_file
+from alert_rules import names, params, prometheus_rule_file
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import path_rule_groups
 from alert_rules.render import to_yaml, with_header
@@ -117,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     registry = CollectorRegistry()
     metrics = ProbeMetrics(registry)
     keys = [("bench", f"m{i}") for i in range(args.monitors)]
+    thresholds = params.values(Objective(Decimal("99.9")), args.interval * 1000)
     all_series = [metrics.add(key, TargetInfo(f"https://m{i}.apps.example.com/", "route", key[1],
-                                              ("dns:cluster", f"router:shard-{i % args.paths}")), None)
+                                              ("dns:cluster", f"router:shard-{i % args.paths}")), None, thresholds)
                   for i, key in enumerate(keys)]
     server = exporter(metrics, registry)
     stop = threading.Event()

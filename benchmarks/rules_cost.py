@@ -42,7 +42,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from alert_rules import shared
+from alert_rules import params, shared
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from benchmarks import measure
 from route_monitor.files import rulefiles
@@ -94,7 +94,8 @@ class Exporter:
         self.series = [(self.metrics.add((slo.namespace, slo.name), TargetInfo(f"https://{slo.name}.example/",
                                                                               "route", slo.name),
                                          (slo.objective.latency.threshold_ms / 1000
-                                          if slo.objective.latency else None)), interval)
+                                          if slo.objective.latency else None),
+                                         params.values(slo.objective, slo.interval_ms)), interval)
                        for slo, interval in ms]
         self._stop = threading.Event()
         self._rng = random.Random(7)

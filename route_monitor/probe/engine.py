@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from alert_rules import params
 from route_monitor.probe.canary import Canary, unreachable
 from route_monitor.probe.gate import Gate, Policy
 from route_monitor.probe.metrics import MonitorSeries, ProbeMetrics, TargetInfo
@@ -153,7 +154,8 @@ class ProbeEngine:
             settings = dataclasses.replace(settings, protocol=discovered(settings.protocol, target.protocol[0]))
         url = url_for(target.url, settings.protocol)
         series = self.metrics.add(key, TargetInfo(url, target.kind, target.name, target.paths),
-                                  latency.threshold_seconds if latency else None)
+                                  latency.threshold_seconds if latency else None,
+                                  params.values(spec.objective, spec.probe.interval_ms))
         interval = spec.probe.interval_ms / 1000
         worker = _Worker(spec, target, self.prober.request(key, url, settings, target.credentials), series,
                          Schedule.for_monitor(key, interval, jitter=default_jitter(interval, self._rng,

@@ -47,6 +47,7 @@ from route_monitor.probe import exposition
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 from route_monitor.spec.paths import DNS_CLUSTER, url_paths
 
+PARAMS = exposition.PARAM_FAMILIES
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
     names.PROBES_TOTAL: "Completed probes by result",
@@ -54,6 +55,10 @@ HELP = {
     names.PROBE_DURATION_SECONDS: "Duration of successful probes (the latency threshold is always a bucket boundary)",
     names.PROBE_SUCCESS: "1 if the last probe succeeded, else 0",
     names.PROBES_FAST_TOTAL: "Successful probes no slower than the latency threshold (monitors with a latency objective)",
+    names.SLO_OBJECTIVE: "The availability objective (a ratio): what the shared rules' thresholds read",
+    names.SLO_PERIOD: "The SLO period in seconds",
+    names.PROBE_INTERVAL: "Seconds between the monitor's probes",
+    names.LATENCY_OBJECTIVE: "The latency objective (a ratio; monitors with a latency objective)",
     names.TLS_CERT_EXPIRY: "Leaf certificate notAfter (seconds since the epoch), reported even when verification fails",
     names.TARGET_INFO: "What is being probed (always 1)",
     names.PROBES_IN_FLIGHT: "Probes running right now",
@@ -110,7 +115,7 @@ class MonitorSeries:
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
     __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
-                 "last_success", "maintenance", "phases", "status_code", "success", "warming_up")
+                 "last_success", "maintenance", "params", "phases", "status_code", "success", "warming_up")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "",
                  threshold_seconds: float | None = None) -> None:
@@ -121,6 +126,8 @@ class MonitorSeries:
         self.by_reason: dict[FailureReason, int] = {}
         self.set_info(info)
         self.hist = Hist(bounds, threshold_seconds)
+        self.params: tuple[tuple[str, float], ...] = ()
+        """The monitor's objectives and interval as series (``alert_rules.params.values``)."""
         self.success = 0
         self.failure = 0
         self.last_success: int | None = None
@@ -200,8 +207,10 @@ class ProbeMetrics:
         thread, it copies the task set under retry)."""
         self.asyncio_tasks.set_function(lambda: len(asyncio.all_tasks(loop)))
 
-    def add(self, key: tuple[str, str], info: TargetInfo, threshold_seconds: float | None) -> MonitorSeries:
-        """The series of ``key`` (created with both result series at 0, or updated in place).
+    def add(self, key: tuple[str, str], info: TargetInfo, threshold_seconds: float | None,
+            params: tuple[tuple[str, float], ...] = ()) -> MonitorSeries:
+        """The series of ``key`` (created with both result series at 0, or updated in place), with
+        ``params``, the monitor's objectives and interval (``alert_rules.params.values``).
 
         Counters survive a change of URL or interval; the histogram restarts when its buckets
         change (a counter reset, which ``rate()`` handles); a new URL forgets the certificate."""
@@ -209,7 +218,9 @@ class ProbeMetrics:
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = MonitorSeries(key, info, bounds, self.location, threshold_seconds)
+            series.params = params
             return series
+        series.params = params
         if series.hist.bounds != bounds or series.hist.fast_upto != Hist(bounds, threshold_seconds).fast_upto:
             series.hist = Hist(bounds, threshold_seconds)
         if series.info.url != info.url:
@@ -263,6 +274,7 @@ class _Collector:
         duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, HELP[names.PROBE_DURATION_SECONDS], labels=ident)
         success = GaugeMetricFamily(names.PROBE_SUCCESS, HELP[names.PROBE_SUCCESS], labels=ident)
         fast = CounterMetricFamily(names.PROBES_FAST_TOTAL, HELP[names.PROBES_FAST_TOTAL], labels=ident)
+        params = {name: GaugeMetricFamily(name, HELP[name], labels=ident) for name in PARAMS}
         expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, HELP[names.TLS_CERT_EXPIRY], labels=ident)
         info = GaugeMetricFamily(names.TARGET_INFO, HELP[names.TARGET_INFO],
                                  labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])
@@ -292,6 +304,8 @@ class _Collector:
             n_fast = h.fast()
             if n_fast is not None:
                 fast.add_metric(idv, n_fast)
+            for name, value in s.params:
+                params[name].add_metric(idv, value)
             if s.last_success is not None:
                 success.add_metric(idv, s.last_success)
             if s.cert_not_after is not None:
@@ -309,5 +323,5 @@ class _Collector:
                 status.add_metric(idv, s.status_code)
             for path in s.info.paths:
                 path_info.add_metric([*idv, path], 1)
-        yield from (probes, failures, duration, fast, success, expiry, info, excluded, maintenance, warming, phases, status,
+        yield from (probes, failures, duration, fast, *params.values(), success, expiry, info, excluded, maintenance, warming, phases, status,
                     path_info, in_flight)

@@ -164,25 +164,25 @@ def _rules_per_kind(text: str) -> tuple[int, int]:
 
 
 def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
-    """The shared groups do not grow with the monitors; an availability monitor adds its alerts and
-    its objective, period and failing window, and no window of its own (its failing records are
-    shared: probed every 30s; so are its period ratio and budget: 30 days); a latency SLI adds its
-    objective only (its ratios and tiles are shared: the engine counts its fast probes under one
-    name). Its fast group (every evaluation) holds its two alerts and its three constants."""
+    """The shared groups do not grow with the monitors; a monitor adds its alerts and one record,
+    the marker that its rules are loaded (every tile), whatever its SLIs: its objective, period and
+    failing window come from the engine's series (recorded by the shared group for every monitor),
+    its failing records are shared (probed every 30s), so are its period ratio and budget (30 days)
+    and its latency SLI (the engine counts its fast probes under one name). Its fast group (every
+    evaluation) holds its page and ``RouteMonitorProbesAbsent``, and no record and no constant."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
     one, two = _rules_per_kind(text(1)), _rules_per_kind(text(2))
-    assert one[0] == shared_records + 3 and two[0] == shared_records + 2 * 3
+    assert one[0] == shared_records + 1 and two[0] == shared_records + 2 * 1
     assert two[1] == 2 * one[1] == 2 * 7
-    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * (3 + 1)
-    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 3
-    assert len(rule_groups(slo())[0]["rules"]) == 5
+    assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * 1
+    assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 1
+    fast = rule_groups(slo())[0]["rules"]
+    assert [r.get("alert") for r in fast] == [names.ALERT_ERROR_BUDGET_BURN, "RouteMonitorProbesAbsent"]
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
-            assert "vector(" not in rule["expr"] or rule.get("record") in (
-                names.SLO_OBJECTIVE_RECORD, names.SLO_PERIOD_RECORD, names.LATENCY_OBJECTIVE_RECORD,
-                names.FAILING_WINDOW_RECORD)
+            assert "vector(" not in rule["expr"] or rule.get("record") == names.RULES_LOADED_RECORD
 
 
 def test_output_is_deterministic_and_independent_of_input_order() -> None:

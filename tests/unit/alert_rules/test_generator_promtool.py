@@ -37,12 +37,12 @@ from pathlib import Path
 
 import pytest
 
-from alert_rules import durations, names, prometheus_rule_file, promtool_tests
+from alert_rules import durations, names, params, prometheus_rule_file, promtool_tests
 from alert_rules.fixtures import eval_order
 from alert_rules.model import Alerting, LatencyObjective, MonitorSLO, Objective
 from alert_rules.rules import rule_groups
 from alert_rules.timeline import Timeline, steps
-from tests.support import promtool
+from tests.support import engine_params, promtool
 from tests.support.promtool import Job
 
 pytestmark = pytest.mark.prometheus
@@ -151,6 +151,14 @@ def scenario(name: str, make: Callable[[str], MonitorSLO], interval: str,
     return Scenario(name, make(monitor_name), interval, *body(monitor_name))
 
 
+def _with_params(sc: Scenario, interval: str) -> list[dict]:
+    """The scenario's series and its monitor's objective series as the engine exports them (for the
+    whole scenario, unless it gives its own)."""
+    if engine_params.has_params(sc.input_series):
+        return sc.input_series
+    return [*sc.input_series, *engine_params.series(sc.slo, sc.length_ms // durations.parse_ms(interval) + 1)]
+
+
 def pack(scenarios: list[Scenario], *, long_ms: int = 4 * 3_600_000) -> list[Job]:
     """One promtool job per input interval (scenarios longer than ``long_ms`` on their own: the
     others would be evaluated as long), named by the scenarios it holds."""
@@ -163,7 +171,7 @@ def pack(scenarios: list[Scenario], *, long_ms: int = 4 * 3_600_000) -> list[Job
         slos = [sc.slo for sc in group]
         jobs.append(Job(" + ".join(sc.name for sc in group), prometheus_rule_file(slos), {
             "rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order(slos),
-            "tests": [{"interval": interval, "input_series": [x for sc in group for x in sc.input_series],
+            "tests": [{"interval": interval, "input_series": [x for sc in group for x in _with_params(sc, interval)],
                        "promql_expr_test": [c for sc in group for c in sc.checks]}]}))
     return jobs
 
@@ -286,7 +294,8 @@ def other_scenarios() -> list[Scenario]:
         scenario("latency-burn-pages-on-latency-only",
                  lambda m: monitor("99.9", 30, name=m, latency=(500, "99")), "30s", _slow),
         scenario("probes-vanishing-fire-probes-absent", web, "30s", lambda m: (
-            [{"series": x["series"], "values": x["values"] + " stale"} for x in series("." * 120, name=m)],
+            [{"series": x["series"], "values": x["values"] + " stale"} for x in series("." * 120, name=m)]
+            + engine_params.series(web(m), 120, stale=True),
             [none_at("69m", alertname="RouteMonitorProbesAbsent", name=m),
              firing_at("71m", alertname="RouteMonitorProbesAbsent", name=m, severity="warning"),
              never("71m", alertname="RouteMonitorRulesIncomplete", name=m)])),
@@ -310,7 +319,7 @@ def rules_incomplete_job() -> Job:
     [rule] = [r for g in rule_groups(slo) for r in g["rules"] if r.get("alert") == names.ALERT_RULES_INCOMPLETE]
     fired = [{"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
     tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
-        "interval": "30s", "input_series": series("." * 60 + "x" * 120, name="alone"),
+        "interval": "30s", "input_series": series("." * 60 + "x" * 120, name="alone") + engine_params.series(slo, 181),
         "alert_rule_test": [
             {"alertname": names.ALERT_RULES_INCOMPLETE, "eval_time": "9m", "exp_alerts": []},
             {"alertname": names.ALERT_RULES_INCOMPLETE, "eval_time": "11m", "exp_alerts": fired},
@@ -409,8 +418,10 @@ def monitors_come_and_go_job() -> Job:
     [outage] = [g for g in doc["tests"] if g["name"] == "hard outage pages, then resolves"]
     n = 165 * 2  # the fixture's 30m + 90m + 45m at 30s
     others = [Timeline("shop", "new", tuple(steps("gone", 120) + steps("ok", 60) + steps("slow", 1)
-                                            + steps("ok", n - 181)), "0.5"),
-              Timeline("shop", "gone", tuple(steps("ok", 90) + steps("gone", n - 90)))]
+                                            + steps("ok", n - 181)), "0.5",
+                       params=params.values(added.objective, added.interval_ms)),
+              Timeline("shop", "gone", tuple(steps("ok", 90) + steps("gone", n - 90)),
+                       params=params.values(gone.objective, gone.interval_ms))]
     ratio = "namespace_monitor:route_monitor_probe_errors:ratio_rate5m"
     slow = "namespace_monitor:route_monitor_probe_slow:ratio_rate30m"
     checks = [
@@ -471,6 +482,7 @@ def test_period_error_ratio_and_budget_are_exact_from_hourly_tiles(tmp_path: Pat
         "input_series": [
             {"series": f'route_monitor_probes_total{{{sel},result="success",instance="a"}}', "values": ok},
             {"series": f'route_monitor_probes_total{{{sel},result="failure",instance="a"}}', "values": bad},
+            *engine_params.series(slo, 301),
         ],
         "promql_expr_test": [
             # off the 5-minute grid, as Prometheus' own evaluations are (its 2.x ranges include both

@@ -27,7 +27,7 @@ from alert_rules.fixtures import eval_order
 from alert_rules.model import LatencyObjective, MonitorSLO, Objective
 from alert_rules.shared import shared_rule_groups
 from route_monitor.cli.main import build_parser, main
-from tests.support import promtool
+from tests.support import engine_params, promtool
 from tests.support.promtool import Job
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -174,6 +174,7 @@ def period_job(name: str, evaluation: str) -> Job:
             "input_series": [
                 {"series": f'route_monitor_probes_total{{{sel},result="success"}}', "values": " ".join(map(str, ok))},
                 {"series": f'route_monitor_probes_total{{{sel},result="failure"}}', "values": " ".join(map(str, failed))},
+                *engine_params.series(slo(3, "30s", "50"), 600),
             ],
             "promql_expr_test": [
                 {"expr": f"namespace_monitor:route_monitor_{what}:increase6m{{{sel}}}", "eval_time": "4h2m10s",

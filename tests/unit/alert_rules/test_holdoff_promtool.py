@@ -26,7 +26,7 @@ import pytest
 from alert_rules import prometheus_rule_file, rules
 from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
-from tests.support import promtool
+from tests.support import engine_params, promtool
 from tests.support.promtool import Job
 
 pytestmark = pytest.mark.prometheus
@@ -67,7 +67,7 @@ def job(name: str, availability: str, outcomes: str, checks: list[dict[str, Any]
     slo = MonitorSLO("shop", "web", Objective(Decimal(availability)), 30_000)
     return Job(name, prometheus_rule_file([slo]), {
         "rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": eval_order([slo]),
-        "tests": [{"interval": "30s", "input_series": counters(outcomes), "promql_expr_test": checks}]})
+        "tests": [{"interval": "30s", "input_series": counters(outcomes) + engine_params.series(slo, len(outcomes)), "promql_expr_test": checks}]})
 
 
 def recovered_outage() -> Job:

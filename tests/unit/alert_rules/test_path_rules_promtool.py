@@ -32,7 +32,7 @@ from alert_rules.path_rules import PathAlerting, path_rule_groups
 from alert_rules.render import to_yaml
 from alert_rules.rules import rule_groups
 from alert_rules.shared import shared_rule_groups
-from tests.support import promtool
+from tests.support import engine_params, promtool
 
 pytestmark = pytest.mark.prometheus
 
@@ -106,6 +106,7 @@ def job(name: str, monitors: dict[str, tuple[tuple[str, ...], str]], checks: lis
     groups = [*shared_rule_groups(), *(g for slo in slos for g in rule_groups(slo))]
     groups += path_rule_groups(PathAlerting(min_monitors=3, min_ratio=Decimal("0.5"), hold="5m"))
     series = [s for m, (paths, outcomes) in monitors.items() for s in monitor_series(m, paths, outcomes)]
+    series += engine_params.for_all(slos, max(len(outcomes) for _, outcomes in monitors.values()))
     alert_tests = [c for c in checks if "alertname" in c]
     expr_tests = [c for c in checks if "expr" in c]
     test: dict[str, Any] = {"interval": f"{STEP_S}s", "input_series": series, "alert_rule_test": alert_tests}

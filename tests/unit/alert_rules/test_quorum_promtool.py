@@ -31,11 +31,13 @@ from alert_rules.quorum import partially_unreachable, quorum_records
 from alert_rules.render import to_yaml
 from alert_rules.rules import rule_groups
 from alert_rules.shared import shared_rule_groups
-from tests.support import promtool
+from tests.support import engine_params, promtool
 
 pytestmark = pytest.mark.prometheus
 
 NS, MON, STEP, W = "shop", "web", "30s", "5m"
+PARAM_SAMPLES = 400
+"""The engine's objective series (``tests.support.engine_params``): longer than every test here."""
 FAILED_PER_STEP = [4, 0, 8, 2, 6]
 """Failed probes of 10 per step at locations l0..l4: ratios 0.4, 0, 0.8, 0.2, 0.6."""
 QUORUM = names.error_ratio_record(W)
@@ -172,6 +174,8 @@ def generated(vantages: int, quorum: int) -> str:
 
 
 def generated_doc(vantages: int, quorum: int, test: dict[str, Any]) -> dict[str, Any]:
+    test = {**test, "input_series": [*test["input_series"], *engine_params.series(generated_slo(vantages, quorum),
+                                                                                 PARAM_SAMPLES)]}
     return {"rule_files": ["rules.yml"], "evaluation_interval": STEP,
             "group_eval_order": eval_order([generated_slo(vantages, quorum)]), "tests": [test]}
 
@@ -306,6 +310,7 @@ def test_a_monitor_of_one_vantage_beside_one_of_three(tmp_path: Path) -> None:
                 "exp_samples": [{"labels": f'{{monitor="{monitor}",namespace="{NS}"}}', "value": expected}]}
     checks = [of(m, names.error_ratio_record(w), 39, v) for w in ("5m", "1h", "30m")
               for m, v in (("solo", 0.4), (MON, 0.0))]
+    series += engine_params.for_all([solo, trio], PARAM_SAMPLES)
     test = {"interval": STEP, "input_series": series, "promql_expr_test": checks}
     doc = {"rule_files": ["rules.yml"], "evaluation_interval": STEP, "group_eval_order": eval_order([solo, trio]),
            "tests": [test]}

@@ -1,0 +1,46 @@
+"""A monitor's thresholds as data: the series the probe engine exports for each monitor it probes.
+
+Every monitor's rules used to record its objective, period and failing window as constants
+(``vector(0.999)``), three or four rules per monitor at every evaluation, a fifth of what the rules
+cost Prometheus (``benchmarks/RESULTS-rules-cost.md``). The engine knows them (it probes the
+monitor from the same spec the rules come from) and exports them beside the probe counters; the
+shared group copies them under the record names the burn conditions, dashboards and status read
+(:func:`copy_rules`), once for every monitor.
+
+:func:`values` is the one place that turns a monitor's objective into those series' values: the
+engine renders it, the ``promtool`` fixtures feed it as input series.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alert_rules import names, path_rules, promql
+from alert_rules.model import Objective
+
+
+def values(objective: Objective, interval_ms: int) -> tuple[tuple[str, float], ...]:
+    """``(metric, value)`` for each series the engine exports for a monitor (the latency
+    objective only with a latency SLI)."""
+    out = [(names.SLO_OBJECTIVE, float(objective.availability / 100)),
+           (names.SLO_PERIOD, objective.period_ms / 1000),
+           (names.PROBE_INTERVAL, interval_ms / 1000)]
+    if objective.latency is not None:
+        out.append((names.LATENCY_OBJECTIVE, float(objective.latency.objective / 100)))
+    return tuple(out)
+
+
+def _copy(record: str, metric: str) -> dict[str, Any]:
+    return {"record": record, "expr": promql.by_monitor_max(metric)}
+
+
+def copy_rules() -> list[dict[str, Any]]:
+    """The records every other rule reads, from the engine's series (one per location probing a
+    monitor: the same values, so ``max``); the failing window from the interval
+    (``max(2 x interval, 1m)``, as :func:`alert_rules.path_rules.failing_window_ms`)."""
+    window = (f"clamp_min(2 * {promql.by_monitor_max(names.PROBE_INTERVAL)}, "
+              f"{path_rules.FAILING_MIN_WINDOW_MS // 1000})")
+    return [_copy(names.SLO_OBJECTIVE_RECORD, names.SLO_OBJECTIVE),
+            _copy(names.SLO_PERIOD_RECORD, names.SLO_PERIOD),
+            _copy(names.LATENCY_OBJECTIVE_RECORD, names.LATENCY_OBJECTIVE),
+            {"record": names.FAILING_WINDOW_RECORD, "expr": window}]
