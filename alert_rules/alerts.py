@@ -126,12 +126,13 @@ def _warning(slo: MonitorSLO, alert: str, expr: str, for_: str | None, summary: 
     }
 
 
-def probes_absent_alert(slo: MonitorSLO, absent_sel: str) -> dict[str, Any]:
-    """No probe result for 10 minutes: the shared record (``alert_rules.shared.probes_absent``: the
-    5m error ratio has had nothing to divide, 0/0, or no series at all, and no excluded probe,
-    Contract 9's window, pause or warm-up, was recorded either) for 5 minutes (``for: 5m``)."""
+def probes_absent_alert(slo: MonitorSLO, absent_expr: str) -> dict[str, Any]:
+    """No probe result for 10 minutes: ``absent_expr`` (the shared record,
+    ``alert_rules.shared.probes_absent``: the 5m error ratio has had nothing to divide, 0/0, or no
+    series at all, and no excluded probe, Contract 9's window, pause or warm-up, was recorded either;
+    or no probe series of the monitor within 5 minutes) for 5 minutes (``for: 5m``)."""
     return _warning(
-        slo, names.ALERT_PROBES_ABSENT, absent_sel, ABSENT_FOR, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
+        slo, names.ALERT_PROBES_ABSENT, absent_expr, ABSENT_FOR, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
         f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "
         "route-monitor runs, that Prometheus scrapes it, and the RouteMonitor's conditions.")
 

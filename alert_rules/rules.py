@@ -154,9 +154,18 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
-    absent_sel = promql.selector(names.PROBES_ABSENT_RECORD, promql.monitor_matchers(slo.namespace, slo.name))
-    rules.append(alerts.probes_absent_alert(slo, absent_sel))
+    rules.append(alerts.probes_absent_alert(slo, _probes_absent(slo)))
     return {"name": group_names(slo)[0], "rules": rules}
+
+
+def _probes_absent(slo: MonitorSLO) -> str:
+    """The shared record (probe series whose 5m ratio is 0/0 or gone, for a monitor whose rules are
+    loaded), or no probe series of the monitor at all within 5 minutes: a monitor never scraped
+    (the shared record waits for the rules' marker, recorded every tile) or whose prober is gone."""
+    matchers = promql.monitor_matchers(slo.namespace, slo.name)
+    shared_sel = promql.selector(names.PROBES_ABSENT_RECORD, matchers)
+    never = f"absent_over_time({promql.selector(names.PROBES_TOTAL, matchers)}[{alerts.ABSENT_FOR}])"
+    return f"{shared_sel}\nor\n{never}"
 
 
 def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:

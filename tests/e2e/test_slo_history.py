@@ -46,7 +46,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from prometheus_client import CollectorRegistry
 
-from alert_rules import names, readback
+from alert_rules import names, params, readback
 from alert_rules.model import DAY_MS, MonitorSLO, Objective
 from alert_rules.rules import rule_groups
 from alert_rules.shared import shared_rule_groups
@@ -182,6 +182,10 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HistoryPrometheus
     counters, gauges = report_history()
     counters += [Counter(LIVE, "steady", BASE - 3 * D, LIVE_TO, STEP, steady),
                  Counter(LIVE, "flaky", LIVE_FROM, LIVE_TO, STEP, flaky)]
+    # the objectives as the probers export them, which the shared rules record the period from
+    gauges += [Gauge(metric, {"namespace": ns, "monitor": name}, BASE - 3 * H, LIVE_TO, STEP, value)
+               for (ns, name), objective in LIVE_MONITORS.items()
+               for metric, value in params.values(objective, 30_000)]
     with backfilled(tmp_path_factory.mktemp("history"), counters=counters, gauges=gauges,
                     rules=backfill_rules()) as p:
         live = p.query(f'count by (monitor) ({names.probes_increase_record("5m")}{{namespace="{LIVE}"}})')
