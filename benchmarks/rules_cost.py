@@ -135,19 +135,26 @@ def prometheus(workdir: Path, exporter_port: int, rules: Path | None,
 
 
 def rule_stats(url: str) -> dict[str, float]:
+    """The rule groups' counts and last evaluations, the head's series, and the live Go heap (half
+    of ``go_memstats_next_gc_bytes``: the heap after the last collection, GOGC=100), steadier than
+    RSS, which moves by the heap's garbage between collections."""
     samples = measure.scrape(f"{url}/metrics")
     return {"groups": sum(1 for (n, _) in samples if n == "prometheus_rule_group_last_duration_seconds"),
             "rules": measure.total(samples, "prometheus_rule_group_rules"),
-            "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds")}
+            "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds"),
+            "head_series": measure.total(samples, "prometheus_tsdb_head_series"),
+            "live_heap": measure.total(samples, "go_memstats_next_gc_bytes") / 2}
 
 
 def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
     """Where the evaluation time goes: each rule's last ``evaluationTime`` summed by its kind
     (the group's kind, shared or per monitor and its interval, and the record's name or the
-    alert's name with its window labels), largest first, with the share of the total."""
+    alert's name with its window labels), and per second of wall time (divided by the group's
+    interval: what the kind costs), largest first, with its share of the total per second."""
     with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=120) as resp:
         groups = json.load(resp)["data"]["groups"]
     kinds: dict[str, list[float]] = {}
+    every: dict[str, float] = {}
     for g in groups:
         scope = "shared" if g["name"] in shared.GROUPS else "monitor"
         gkind = f"{scope}/{g['interval']:g}s"
@@ -155,9 +162,11 @@ def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
             name = r["name"] if r["type"] == "recording" else \
                 f"ALERT {r['name']}{'/' + r['labels']['long'] if 'long' in r.get('labels', {}) else ''}"
             kinds.setdefault(f"{gkind} {name}", []).append(float(r.get("evaluationTime", 0.0)))
-    total = sum(sum(v) for v in kinds.values()) or 1.0
-    rows = sorted(((k, len(v), sum(v)) for k, v in kinds.items()), key=lambda row: -row[2])
-    return [{"kind": k, "rules": n, "seconds": round(s, 4), "share": round(s / total, 3)} for k, n, s in rows[:top]]
+            every[f"{gkind} {name}"] = float(g["interval"])
+    rows = sorted(((k, len(v), sum(v), sum(v) / every[k]) for k, v in kinds.items()), key=lambda row: -row[3])
+    total = sum(row[3] for row in rows) or 1.0
+    return [{"kind": k, "rules": n, "seconds": round(s, 4), "ms_per_s": round(1000 * per_s, 2),
+             "share": round(per_s / total, 3)} for k, n, s, per_s in rows[:top]]
 
 
 def write_rules(rules: Path, n: int, baseline: Path | None) -> None:
@@ -187,6 +196,7 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
             time.sleep(measure_s)
             b = {p: measure.sample(prom.pid) for p, prom in (("rules", with_rules), ("control", control))}
             stats = rule_stats(with_rules.url)
+            control_stats = rule_stats(control.url)
             breakdown = rule_breakdown(with_rules.url)
     finally:
         exporter.close()
@@ -195,6 +205,8 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
     workdir.mkdir(parents=True, exist_ok=True)
     return {"variant": variant, "monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
             "groups": stats["groups"], "group_eval_seconds_sum": round(stats["last_duration_s"], 4),
+            "rules_head_series": stats["head_series"] - control_stats["head_series"],
+            "rules_live_heap_mib": round((stats["live_heap"] - control_stats["live_heap"]) / 2**20, 1),
             "cores_with_rules": round(cores["rules"], 4), "cores_control": round(cores["control"], 4),
             "rules_cores": round(cores["rules"] - cores["control"], 4),
             "rss_with_rules_mib": round(b["rules"].rss_bytes / 2**20, 1),
@@ -223,6 +235,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
                 print(f"| {row['variant']} | {n} | {row['rules_loaded']:.0f} | {row['groups']} | "
                       f"{row['rules_cores']:.3f} | {row['rules_rss_mib']:+.0f} MiB | "
+                      f"{row['rules_live_heap_mib']:+.0f} MiB | {row['rules_head_series']:+.0f} | "
                       f"{row['group_eval_seconds_sum']:.3f} s |", flush=True)
 
 

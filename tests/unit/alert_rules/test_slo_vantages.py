@@ -59,19 +59,25 @@ FAILS = {"a": 5, "b": 1, "c": 0}
 @dataclass(frozen=True)
 class Span:
     """The history's times, taken when the module's first test runs (not at collection: in a long
-    session that can be more than Prometheus' 5-minute lookback before the status reads "now")."""
+    session that can be more than Prometheus' 5-minute lookback before the status reads "now").
+    The history goes on an hour past "now": read a few minutes later (a loaded machine), the period's
+    tiles would otherwise end before "now", and a tile-stepped sum takes the last one twice."""
 
-    end: int
-    """The last sample: "now" for the status (read within Prometheus' 5-minute lookback)."""
+    now: int
 
     @property
     def start(self) -> int:
-        return self.end - 3 * 3600
+        return self.now - 3 * 3600
+
+    @property
+    def end(self) -> int:
+        """The last sample, an hour after "now" (Prometheus reads none of it before its time)."""
+        return self.now + 3600
 
     @property
     def report_end(self) -> int:
-        """The report's range ends on a tile boundary, so it holds whole tiles."""
-        return self.end // 300 * 300
+        """The report's range ends on a tile boundary at or before "now", so it holds whole tiles."""
+        return self.now // 300 * 300
 
 
 def counters(span: Span) -> list[Counter]:
@@ -106,7 +112,7 @@ def pick(groups: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def span() -> Span:
-    return Span(end=int(time.time()) // STEP * STEP)
+    return Span(now=int(time.time()) // STEP * STEP)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +132,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory, span: Span) -> Iterator[Histo
     with backfilled(folder / "prometheus", counters=counters(span), gauges=constants,
                     rules=[RuleBackfill(pick(groups, from_counters), start + STEP, end),
                            RuleBackfill(reach_tiles, start + STEP + REACH_LATE_S, end),
-                           RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), end - 2 * 3600, end)]) as p:
+                           RuleBackfill(pick(groups, {names.error_ratio_record("1h")}), span.now - 2 * 3600, end)]) as p:
         yield p
 
 
