@@ -130,7 +130,8 @@ def probes_absent_alert(slo: MonitorSLO, absent_expr: str) -> dict[str, Any]:
     """No probe result for 10 minutes: ``absent_expr`` (the shared record,
     ``alert_rules.shared.probes_absent``: the 5m error ratio has had nothing to divide, 0/0, or no
     series at all, and no excluded probe, Contract 9's window, pause or warm-up, was recorded either;
-    or no probe series of the monitor within 5 minutes) for 5 minutes (``for: 5m``)."""
+    or no probe series of the monitor within 5 minutes) for 5 minutes (``for: 5m``), in the
+    monitor's tile-long group: it fires 10 to 15 minutes after the last probe."""
     return _warning(
         slo, names.ALERT_PROBES_ABSENT, absent_expr, ABSENT_FOR, f"{_who(slo)}: no probe results for {ABSENT_AFTER}",
         f"No probe of {_who(slo)} recorded for {ABSENT_AFTER}: its SLO is not measured. Check that "

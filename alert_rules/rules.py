@@ -5,10 +5,9 @@ guards' counts) is recorded once for every monitor by the shared groups
 (:mod:`alert_rules.shared`), under the same record names; a monitor's own groups hold what does:
 
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
-    What must be fresh at every evaluation and depends on the monitor: the 1h/5m page (what pages
-    on a hard outage, within about a minute of the budget math allowing it),
-    ``RouteMonitorProbesAbsent`` (the 5m ratio is 0/0 or gone for 5m), the failing record of
-    shared-path detection when the monitor is probed less often than once a minute (the shared
+    What must be fresh at every evaluation and depends on the monitor: the 1h/5m pages (what
+    pages on a hard outage, within about a minute of the budget math allowing it), the failing
+    record of shared-path detection when the monitor is probed less often than once a minute (the shared
     group computes the others': ``alert_rules.shared_failing``), for a monitor of several vantages
     its ratios and error tiles under the quorum with the marker that keeps the shared groups off
     them, and
@@ -18,7 +17,9 @@ guards' counts) is recorded once for every monitor by the shared groups
 ``route-monitor/<namespace>/<name>/long-windows`` (``interval: 5m``, the tile)
     The alerts on windows summed from tiles (6h/30m page, tickets), reading the shared
     records through ``last_over_time`` over two tiles (another group's 5-minute record may be one
-    interval old when read), ``RouteMonitorCertificateExpiry`` and ``RouteMonitorRulesIncomplete``
+    interval old when read), ``RouteMonitorCertificateExpiry``, ``RouteMonitorProbesAbsent`` (the
+    5m ratio is 0/0 or gone, or no probe series at all, for 5m: a warning, 10 to 15 minutes after
+    the last probe, that need not cost an evaluation every 30 seconds), ``RouteMonitorRulesIncomplete``
     (the shared groups are missing: ``for: 10m``), and the marker that the monitor's rules are
     loaded (what ``RouteMonitorProbesAbsent`` expects probes for). Its objective, period and
     failing window are not rules: the engine exports them beside its probes
@@ -154,7 +155,6 @@ def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]
-    rules.append(alerts.probes_absent_alert(slo, _probes_absent(slo)))
     return {"name": group_names(slo)[0], "rules": rules}
 
 
@@ -191,6 +191,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
         rules += [_burn(slo, sli, w, tile, windows) for w in windows if not is_fast(w)]
     gauge = promql.selector(names.TLS_CERT_EXPIRY, promql.monitor_matchers(slo.namespace, slo.name))
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
+    rules.append(alerts.probes_absent_alert(slo, _probes_absent(slo)))
     rules.append(_rules_incomplete(slo))
     return {"name": group_names(slo)[1], "interval": tile, "rules": [_rules_loaded(slo), *rules]}
 

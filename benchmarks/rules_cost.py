@@ -143,7 +143,9 @@ def rule_stats(url: str) -> dict[str, float]:
             "rules": measure.total(samples, "prometheus_rule_group_rules"),
             "last_duration_s": measure.total(samples, "prometheus_rule_group_last_duration_seconds"),
             "head_series": measure.total(samples, "prometheus_tsdb_head_series"),
-            "live_heap": measure.total(samples, "go_memstats_next_gc_bytes") / 2}
+            "live_heap": measure.total(samples, "go_memstats_next_gc_bytes") / 2,
+            "missed": measure.total(samples, "prometheus_rule_group_iterations_missed_total"),
+            "iterations": measure.total(samples, "prometheus_rule_group_iterations_total")}
 
 
 def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
@@ -206,6 +208,7 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
     return {"variant": variant, "monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
             "groups": stats["groups"], "group_eval_seconds_sum": round(stats["last_duration_s"], 4),
             "rules_head_series": stats["head_series"] - control_stats["head_series"],
+            "iterations_missed_share": round(stats["missed"] / max(1.0, stats["iterations"]), 4),
             "rules_live_heap_mib": round((stats["live_heap"] - control_stats["live_heap"]) / 2**20, 1),
             "cores_with_rules": round(cores["rules"], 4), "cores_control": round(cores["control"], 4),
             "rules_cores": round(cores["rules"] - cores["control"], 4),

@@ -169,7 +169,7 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     failing window come from the engine's series (recorded by the shared group for every monitor),
     its failing records are shared (probed every 30s), so are its period ratio and budget (30 days)
     and its latency SLI (the engine counts its fast probes under one name). Its fast group (every
-    evaluation) holds its page and ``RouteMonitorProbesAbsent``, and no record and no constant."""
+    evaluation) holds its page, and no record and no constant."""
     def text(n: int, latency: bool = False) -> str:
         return prometheus_rule_file([slo(name=f"m{i}", latency=latency) for i in range(n)])
     shared_records = sum(len(g["rules"]) for g in shared_rule_groups())
@@ -179,7 +179,7 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     assert _rules_per_kind(text(2, latency=True))[0] == shared_records + 2 * 1
     assert prometheus_rule_file([slo(name="a")], shared=False).count("- record:") == 1
     fast = rule_groups(slo())[0]["rules"]
-    assert [r.get("alert") for r in fast] == [names.ALERT_ERROR_BUDGET_BURN, "RouteMonitorProbesAbsent"]
+    assert [r.get("alert") for r in fast] == [names.ALERT_ERROR_BUDGET_BURN]
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
             assert "vector(" not in rule["expr"] or rule.get("record") == names.RULES_LOADED_RECORD
