@@ -11,7 +11,8 @@ serve every monitor; but the intervals people use fall into few windows: every i
 second one its ``reason="dns_error"`` series from the first one's (not computing the failing
 condition twice, as one rule must: ``promql.with_reason``) (the series
 :data:`~alert_rules.names.FAILING_WINDOW_RECORD`, recorded by the shared group from the interval
-the engine exports: ``alert_rules.params``); a monitor probed less often keeps its own failing record in its own fast group
+the engine exports: ``alert_rules.params``); a monitor probed less often keeps its own failing
+record in its own fast group
 (``alert_rules.rules``), which these rules leave alone (its window matches none of theirs).
 
 The per-path record (:data:`~alert_rules.names.FAILING_ON_PATH_RECORD`) is computed here for every

@@ -93,5 +93,6 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
             path_info.append(f'{names.MONITOR_PATH_INFO}{{{ident},{names.LABEL_PATH}="{path}"}} 1.0')
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
-    return "\n".join([*probes, *failures, *duration, *fast, *(line for family in params.values() for line in family), *success, *expiry, *info, *excluded, *maintenance, *warming,
-                      *phase_family, *status, *path_info, *flight]) + "\n"
+    param_lines = [line for family in params.values() for line in family]
+    return "\n".join([*probes, *failures, *duration, *fast, *param_lines, *success, *expiry, *info, *excluded,
+                      *maintenance, *warming, *phase_family, *status, *path_info, *flight]) + "\n"

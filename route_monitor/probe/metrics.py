@@ -54,7 +54,8 @@ HELP = {
     names.PROBE_FAILURES_TOTAL: "Failed probes by reason (bounded set)",
     names.PROBE_DURATION_SECONDS: "Duration of successful probes (the latency threshold is always a bucket boundary)",
     names.PROBE_SUCCESS: "1 if the last probe succeeded, else 0",
-    names.PROBES_FAST_TOTAL: "Successful probes no slower than the latency threshold (monitors with a latency objective)",
+    names.PROBES_FAST_TOTAL: "Successful probes no slower than the latency threshold (monitors with a latency "
+                             "objective)",
     names.SLO_OBJECTIVE: "The availability objective (a ratio): what the shared rules' thresholds read",
     names.SLO_PERIOD: "The SLO period in seconds",
     names.PROBE_INTERVAL: "Seconds between the monitor's probes",
@@ -323,5 +324,6 @@ class _Collector:
                 status.add_metric(idv, s.status_code)
             for path in s.info.paths:
                 path_info.add_metric([*idv, path], 1)
-        yield from (probes, failures, duration, fast, *params.values(), success, expiry, info, excluded, maintenance, warming, phases, status,
+        yield from (probes, failures, duration, fast, *params.values(), success, expiry, info, excluded, maintenance,
+                    warming, phases, status,
                     path_info, in_flight)
