@@ -73,7 +73,7 @@ def operator_rule_groups(settings: OperatorAlerting | None = None) -> list[dict[
     blind = f"{names.PROBER_BLIND}{{{job}}}"
     all_blind = f"min({blind}) == 1"
     rules = [
-        _alert(s, OPERATOR_DOWN, f"(\n  count(last_over_time({names.RULES_LOADED_RECORD}[10m]))\n  or on ()\n"
+        _alert(s, OPERATOR_DOWN, f"(\n  count(last_over_time({names.RULES_OBJECTIVE_RECORD}[10m]))\n  or on ()\n"
                f"  last_over_time(sum({names.OWNED_MONITORS}{{{job}}})[7d:5m])\n)\nand on () absent({up} == 1)", "5m",
                names.SEVERITY_CRITICAL, "route-monitor is down: {{ $value }} SLOs are blind",
                f"No route-monitor /metrics target (job {s.job}) is up, so no monitor is probed and no burn alert "

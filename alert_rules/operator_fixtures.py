@@ -47,7 +47,7 @@ def _group(name: str, series: list[tuple[str, str]], cases: list[tuple[str, str,
 def operator_promtool_tests(settings: OperatorAlerting | None, rule_file: str) -> dict[str, Any]:
     s = settings or OperatorAlerting()
     job = f'job="{s.job}"'
-    loaded = names.RULES_LOADED_RECORD  # recorded every tile: once in five of these steps
+    loaded = names.RULES_OBJECTIVE_RECORD  # recorded every tile: once in five of these steps
     objectives = [(f'{loaded}{{namespace="shop",monitor="checkout"}}', "1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1"),
                   (f'{loaded}{{namespace="shop",monitor="cart"}}', "1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1 _x4 1")]
     down = _expected(s, OPERATOR_DOWN, {"{{ $value }}": "2"})

@@ -118,8 +118,11 @@ def quorum_tiles(record: str, range_seconds: int, namespaces: tuple[str, ...] = 
 
 
 def objectives(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:
-    """Each monitor's objective (a ratio) as last recorded within the range."""
-    return f"last_over_time({names.SLO_OBJECTIVE_RECORD}{_matchers(namespaces)}[{range_seconds}s])"
+    """Each monitor's objective (a ratio) as last recorded within the range: from its probers' series,
+    or for a monitor never probed in the range from its own rules."""
+    ms = _matchers(namespaces)
+    return (f"last_over_time({names.SLO_OBJECTIVE_RECORD}{ms}[{range_seconds}s])\nor on ({promql.BY_MONITOR})\n"
+            f"last_over_time({names.RULES_OBJECTIVE_RECORD}{ms}[{range_seconds}s])")
 
 
 def alerts_fired(range_seconds: int, namespaces: tuple[str, ...] = ()) -> str:

@@ -176,12 +176,13 @@ def _rules_incomplete(slo: MonitorSLO) -> dict[str, Any]:
     return alerts.rules_incomplete_alert(slo, promql.selector(names.PROBES_TOTAL, matchers), shared_sel)
 
 
-def _rules_loaded(slo: MonitorSLO) -> dict[str, Any]:
-    """The marker that this Prometheus evaluates the monitor's rules: what ``RouteMonitorProbesAbsent``
-    expects probes for (its thresholds come from the engine's series, ``alert_rules.params``, which
-    vanish with the probes). Every tile is often enough: the marker is read over two tiles, and
-    a new monitor has no probes to miss for the first ten minutes anyway."""
-    return _record(slo, names.RULES_LOADED_RECORD, "vector(1)")
+def _rules_objective(slo: MonitorSLO) -> dict[str, Any]:
+    """The marker that this Prometheus evaluates the monitor's rules, valued its objective: what
+    ``RouteMonitorProbesAbsent`` expects probes for and what a report shows for a monitor without
+    probes (its thresholds come from the engine's series, ``alert_rules.params``, which vanish with
+    the probes). Every tile is often enough: the marker is read over two tiles, and a new monitor
+    has no probes to miss for the first ten minutes anyway."""
+    return _record(slo, names.RULES_OBJECTIVE_RECORD, promql.constant(slo.objective.availability / 100))
 
 
 def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
@@ -193,7 +194,7 @@ def _long_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, 
     rules.append(alerts.certificate_expiry_alert(slo, gauge))
     rules.append(alerts.probes_absent_alert(slo, _probes_absent(slo)))
     rules.append(_rules_incomplete(slo))
-    return {"name": group_names(slo)[1], "interval": tile, "rules": [_rules_loaded(slo), *rules]}
+    return {"name": group_names(slo)[1], "interval": tile, "rules": [_rules_objective(slo), *rules]}
 
 
 def _period_group(slo: MonitorSLO) -> dict[str, Any]:

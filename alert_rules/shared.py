@@ -133,7 +133,7 @@ def burning(sli: SLI, row: WindowRow, tile_ms: int) -> str:
 
 
 def probes_absent(tile_ms: int) -> str:
-    """1 for every monitor with rules (its :data:`~alert_rules.names.RULES_LOADED_RECORD`) whose 5m
+    """1 for every monitor with rules (its :data:`~alert_rules.names.RULES_OBJECTIVE_RECORD`) whose 5m
     error ratio is 0/0 or gone,
     unless excluded probes (a maintenance window, a pause, warm-up) were recorded within 5m, and
     not behind a shared path that is down (``alert_rules.alerts.probes_absent_alert``)."""
@@ -141,7 +141,7 @@ def probes_absent(tile_ms: int) -> str:
     ratio = a.record_sel(a.ratio_record("5m"))
     excluded = f"{promql.by_monitor(promql.rate(names.PROBES_EXCLUDED_TOTAL, '5m'))} > 0"
     on = f"on ({promql.BY_MONITOR})"
-    silent = (f"group by ({promql.BY_MONITOR}) (\n{recent(names.RULES_LOADED_RECORD, tile_ms)}\n)\n"
+    silent = (f"group by ({promql.BY_MONITOR}) (\n{recent(names.RULES_OBJECTIVE_RECORD, tile_ms)}\n)\n"
               f"unless {on}\n({ratio} == {ratio})\nunless {on}\n{excluded}")
     return _held_back(silent, ABSENT_AFTER)
 

@@ -114,8 +114,10 @@ def report_history() -> tuple[list[Counter], list[Gauge]]:
                 Counter("shop", "cart", REPORT_FROM, REPORT_TO, STEP, cart),
                 Counter("pay", "gateway", REPORT_FROM, REPORT_TO, STEP, gateway)]
     objectives = [Gauge(names.SLO_OBJECTIVE_RECORD, {"namespace": ns, "monitor": m}, REPORT_FROM, REPORT_TO, STEP, v)
-                  for ns, m, v in (("shop", "checkout", 0.999), ("shop", "cart", 0.99), ("pay", "gateway", 0.9995),
-                                   ("shop", "legacy", 0.995))]
+                  for ns, m, v in (("shop", "checkout", 0.999), ("shop", "cart", 0.99), ("pay", "gateway", 0.9995))]
+    # legacy has rules and no prober: only its own rules' marker states its objective (every tile)
+    objectives.append(Gauge(names.RULES_OBJECTIVE_RECORD, {"namespace": "shop", "monitor": "legacy"},
+                            REPORT_FROM, REPORT_TO, 300, 0.995))
 
     def alert(monitor: str, ns: str, state: str, severity: str, start: int, minutes: int) -> Gauge:
         labels = {"alertname": names.ALERT_ERROR_BUDGET_BURN, "alertstate": state, "namespace": ns,

@@ -182,7 +182,7 @@ def test_what_is_the_same_for_every_monitor_is_recorded_once() -> None:
     assert [r.get("alert") for r in fast] == [names.ALERT_ERROR_BUDGET_BURN]
     for group in rule_groups(slo(latency=True)):
         for rule in group["rules"]:
-            assert "vector(" not in rule["expr"] or rule.get("record") == names.RULES_LOADED_RECORD
+            assert "vector(" not in rule["expr"] or rule.get("record") == names.RULES_OBJECTIVE_RECORD
 
 
 def test_output_is_deterministic_and_independent_of_input_order() -> None:
