@@ -18,6 +18,9 @@ from typing import Any
 from alert_rules import names, path_rules, promql
 from alert_rules.model import Objective
 
+METRICS = (names.SLO_OBJECTIVE, names.SLO_PERIOD, names.PROBE_INTERVAL, names.LATENCY_OBJECTIVE)
+"""The series :func:`values` gives, in its order (the engine renders their families in this order)."""
+
 
 def values(objective: Objective, interval_ms: int) -> tuple[tuple[str, float], ...]:
     """``(metric, value)`` for each series the engine exports for a monitor (the latency

@@ -15,12 +15,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from alert_rules import names
+from alert_rules import params as slo_params
 
 if TYPE_CHECKING:
     from route_monitor.probe.metrics import MonitorSeries
 
-PARAM_FAMILIES = (names.SLO_OBJECTIVE, names.SLO_PERIOD, names.PROBE_INTERVAL, names.LATENCY_OBJECTIVE)
-"""``alert_rules.params``' series, in the order ``ProbeMetrics`` renders them."""
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 floatToGoString = names.le_label
 """client_python's canonical float rendering (``le_label`` is the same function, typed)."""
@@ -44,7 +43,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     failures = _family(names.PROBE_FAILURES_TOTAL, "counter", helps[names.PROBE_FAILURES_TOTAL])
     duration = _family(names.PROBE_DURATION_SECONDS, "histogram", helps[names.PROBE_DURATION_SECONDS])
     fast = _family(names.PROBES_FAST_TOTAL, "counter", helps[names.PROBES_FAST_TOTAL])
-    params = {name: _family(name, "gauge", helps[name]) for name in PARAM_FAMILIES}
+    params = {name: _family(name, "gauge", helps[name]) for name in slo_params.METRICS}
     success = _family(names.PROBE_SUCCESS, "gauge", helps[names.PROBE_SUCCESS])
     expiry = _family(names.TLS_CERT_EXPIRY, "gauge", helps[names.TLS_CERT_EXPIRY])
     info = _family(names.TARGET_INFO, "gauge", helps[names.TARGET_INFO])
@@ -72,8 +71,8 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
         n_fast = h.fast()
         if n_fast is not None:
             fast.append(f"{names.PROBES_FAST_TOTAL}{{{ident}}} {n_fast}.0")
-        for name, value in s.params:
-            params[name].append(f"{name}{{{ident}}} {floatToGoString(value)}")
+        for name, line in s.param_lines:  # rendered once, when the monitor is set
+            params[name].append(line)
         if s.last_success is not None:
             success.append(f"{names.PROBE_SUCCESS}{{{ident}}} {s.last_success}.0")
         if s.cert_not_after is not None:

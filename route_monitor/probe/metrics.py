@@ -42,12 +42,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from alert_rules import names
+from alert_rules import params as slo_params
 from route_monitor import __version__
 from route_monitor.probe import exposition
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 from route_monitor.spec.paths import DNS_CLUSTER, url_paths
 
-PARAMS = exposition.PARAM_FAMILIES
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
     names.PROBES_TOTAL: "Completed probes by result",
@@ -83,6 +83,10 @@ def _buckets(threshold_seconds: float | None) -> tuple[float, ...]:
     return names.duration_buckets(threshold_seconds)
 
 
+def _fast_upto(bounds: tuple[float, ...], threshold_seconds: float | None) -> int | None:
+    return None if threshold_seconds is None else bounds.index(float(threshold_seconds)) + 1
+
+
 @dataclass(frozen=True, slots=True)
 class TargetInfo:
     url: str
@@ -102,7 +106,7 @@ class Hist:
         self.le_labels = _le_labels(bounds)
         self.buckets = [0] * (len(bounds) + 1)
         self.sum = 0.0
-        self.fast_upto = None if threshold_seconds is None else bounds.index(float(threshold_seconds)) + 1
+        self.fast_upto = _fast_upto(bounds, threshold_seconds)
         """How many buckets count the fast probes (those up to the latency threshold), if one is set."""
 
     def fast(self) -> int | None:
@@ -116,7 +120,8 @@ class MonitorSeries:
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
     __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
-                 "last_success", "maintenance", "params", "phases", "status_code", "success", "warming_up")
+                 "last_success", "maintenance", "param_lines", "params", "phases", "status_code", "success",
+                 "warming_up")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "",
                  threshold_seconds: float | None = None) -> None:
@@ -129,6 +134,8 @@ class MonitorSeries:
         self.hist = Hist(bounds, threshold_seconds)
         self.params: tuple[tuple[str, float], ...] = ()
         """The monitor's objectives and interval as series (``alert_rules.params.values``)."""
+        self.param_lines: tuple[tuple[str, str], ...] = ()
+        """The same as exposition lines, rendered once by :meth:`set_params` (a scrape joins them)."""
         self.success = 0
         self.failure = 0
         self.last_success: int | None = None
@@ -141,6 +148,12 @@ class MonitorSeries:
         """The last probe's seconds per ``names.PHASES`` (after the first probe)."""
         self.status_code: int | None = None
         """The last probe's last status, 0 when no response came (after the first probe)."""
+
+    def set_params(self, params: tuple[tuple[str, float], ...]) -> None:
+        if params != self.params:
+            self.params = params
+            self.param_lines = tuple((name, f"{name}{{{self.ident}}} {exposition.floatToGoString(value)}")
+                                     for name, value in params)
 
     def set_info(self, info: TargetInfo) -> None:
         self.info = info
@@ -219,10 +232,10 @@ class ProbeMetrics:
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = MonitorSeries(key, info, bounds, self.location, threshold_seconds)
-            series.params = params
+            series.set_params(params)
             return series
-        series.params = params
-        if series.hist.bounds != bounds or series.hist.fast_upto != Hist(bounds, threshold_seconds).fast_upto:
+        series.set_params(params)
+        if series.hist.bounds != bounds or series.hist.fast_upto != _fast_upto(bounds, threshold_seconds):
             series.hist = Hist(bounds, threshold_seconds)
         if series.info.url != info.url:
             series.cert_not_after = None
@@ -275,7 +288,7 @@ class _Collector:
         duration = HistogramMetricFamily(names.PROBE_DURATION_SECONDS, HELP[names.PROBE_DURATION_SECONDS], labels=ident)
         success = GaugeMetricFamily(names.PROBE_SUCCESS, HELP[names.PROBE_SUCCESS], labels=ident)
         fast = CounterMetricFamily(names.PROBES_FAST_TOTAL, HELP[names.PROBES_FAST_TOTAL], labels=ident)
-        params = {name: GaugeMetricFamily(name, HELP[name], labels=ident) for name in PARAMS}
+        params = {name: GaugeMetricFamily(name, HELP[name], labels=ident) for name in slo_params.METRICS}
         expiry = GaugeMetricFamily(names.TLS_CERT_EXPIRY, HELP[names.TLS_CERT_EXPIRY], labels=ident)
         info = GaugeMetricFamily(names.TARGET_INFO, HELP[names.TARGET_INFO],
                                  labels=[*ident, names.LABEL_URL, names.LABEL_KIND, names.LABEL_NAME])

@@ -10,12 +10,15 @@ failure); removal drops every series; the fast exposition (``ProbeMetrics.exposi
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
-from alert_rules import names
+from alert_rules import names, params
+from alert_rules.model import LatencyObjective, Objective
 from route_monitor.probe.metrics import ProbeMetrics, TargetInfo
 from route_monitor.probe.result import Exclusion, FailureReason, ProbeResult
 
@@ -139,7 +142,9 @@ def test_fast_exposition_matches_client_python() -> None:
     metrics.in_flight = 3
     metrics.schedule_lag.observe(0.002)
     for i, (threshold, url) in enumerate([(None, "http://a/"), (0.3, 'http://b/?q="x"\\y'), (1.0, "https://c/\n")]):
-        series = metrics.add(("ns", f"m{i}"), TargetInfo(url, "route" if i else "url", f"n{i}"), threshold)
+        latency = None if threshold is None else LatencyObjective(int(threshold * 1000), Decimal("99.5"))
+        slo = params.values(Objective(Decimal("99.95"), 7 * 86_400_000, latency), 15_000 * (i + 1))
+        series = metrics.add(("ns", f"m{i}"), TargetInfo(url, "route" if i else "url", f"n{i}"), threshold, slo)
         for d in (0.001, 0.3, 2.0, 30.0)[: i + 2]:
             series.record(ok(d, cert=1.7e9 + i if i else None))
         for reason in list(FailureReason)[:i * 4]:
