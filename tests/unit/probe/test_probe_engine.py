@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import threading
 import urllib.request
 from dataclasses import replace
 
@@ -40,8 +41,9 @@ def monitor(name: str, url: str, *, interval_ms: int = 200, threshold_ms: int | 
             ns: str = "shop", **probe: object) -> tuple[MonitorSpec, ResolvedTarget]:
     latency = LatencyObjective(threshold_ms, parse_percent("99", "")) if threshold_ms else None
     probe.setdefault("warmup_ms", 0)  # these tests count every result from the first (warm-up: test_gate.py)
+    probe.setdefault("timeout_ms", interval_ms // 2)
     spec = MonitorSpec(ns, name, UrlTarget(url),
-                       probe=ProbeSettings(interval_ms=interval_ms, timeout_ms=interval_ms // 2, **probe),  # type: ignore[arg-type]
+                       probe=ProbeSettings(interval_ms=interval_ms, **probe),  # type: ignore[arg-type]
                        objective=Objective(availability=parse_percent("99.9", ""), latency=latency))
     return spec, ResolvedTarget(url, "url", "")
 
@@ -118,15 +120,23 @@ async def test_certificate_expiry_is_exported_for_a_broken_certificate(run: Run,
 
 
 async def test_removal_stops_probing_within_a_second_and_removes_every_series(run: Run, targets: Targets) -> None:
-    run.engine.set_monitor(*monitor("gone", targets.http(hang), interval_ms=400, threshold_ms=100))
+    asked = threading.Event()
+
+    def hang_once_asked(method: str, target: str) -> Reply:
+        asked.set()
+        return hang(method, target)
+
+    # the hanging probe times out after 0.9 s: it is still in flight when removed, even on a loaded machine
+    run.engine.set_monitor(*monitor("gone", targets.http(hang_once_asked), interval_ms=1000, timeout_ms=900,
+                                    threshold_ms=100))
     run.engine.set_monitor(*monitor("stays", targets.http()))
 
     def gone_probe() -> asyncio.Task[None] | None:
         ticker = run.engine._workers[("shop", "gone")].ticker
         return ticker.task if ticker is not None else None
 
-    # "gone" is mid-probe (hanging); in_flight >= 1 alone could be "stays" probing first
-    await run.until(lambda: gone_probe() is not None)
+    # "gone" is mid-probe: its target has its request and hangs (a task alone may not have started yet)
+    await run.until(asked.is_set)
     task = gone_probe()
     assert task is not None and run.engine.metrics.in_flight >= 1
     run.engine.remove_monitor(("shop", "gone"))
@@ -136,7 +146,7 @@ async def test_removal_stops_probing_within_a_second_and_removes_every_series(ru
     text = generate_latest(run.registry).decode()
     assert 'monitor="gone"' not in text and 'monitor="stays"' in text
     seen = len([r for r in run.results if r.key == ("shop", "gone")])
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(1.1)  # past the next tick it would have had
     assert len([r for r in run.results if r.key == ("shop", "gone")]) == seen == 0
 
 
