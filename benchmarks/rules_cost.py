@@ -18,6 +18,11 @@ was scraped during the run: what is measured is the cost while the windows fill,
 of the cost with full windows (range reads over longer histories read more samples).
 
     python -m benchmarks.rules_cost --monitors 500,2000 --warmup 300 --measure 600 [--baseline DIR]
+        [--keep shared,fast,long,period]
+
+``--keep`` loads only some kinds of rule groups (the shared groups, each monitor's fast group, its
+long-window group, its period group): what a part of the rules costs on its own, e.g. the shared
+groups alone, the floor of any design that keeps per-monitor work out of the rules.
 
 Prints one JSON object per monitor count and a Markdown table row.
 """
@@ -28,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +46,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client import CollectorRegistry
 
 from alert_rules import params, shared
@@ -171,22 +178,50 @@ def rule_breakdown(url: str, top: int = 12) -> list[dict[str, Any]]:
              "share": round(per_s / total, 3)} for k, n, s, per_s in rows[:top]]
 
 
-def write_rules(rules: Path, n: int, baseline: Path | None) -> None:
+GROUP_KINDS = ("shared", "fast", "long", "period")
+
+
+def group_kind(name: str) -> str:
+    """One of :data:`GROUP_KINDS` for a rule group's name."""
+    if name in shared.GROUPS:
+        return "shared"
+    own = re.fullmatch(r"route-monitor/[^/]+/[^/]+(/long-windows|/period)?", name)
+    if own is None:
+        raise ValueError(f"unknown rule group {name!r}")
+    return {None: "fast", "/long-windows": "long", "/period": "period"}[own.group(1)]
+
+
+def keep_groups(rules: Path, keep: frozenset[str]) -> None:
+    """Drop every group not of a kind in ``keep`` from the rule files in ``rules`` (a file left
+    with no group is removed)."""
+    for path in sorted(rules.glob("*.yml")):
+        doc = yaml.safe_load(path.read_text())
+        groups = [g for g in doc["groups"] if group_kind(g["name"]) in keep]
+        if groups:
+            path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+        else:
+            path.unlink()
+
+
+def write_rules(rules: Path, n: int, baseline: Path | None, keep: frozenset[str] = frozenset(GROUP_KINDS)) -> None:
     """This checkout's rule folder for ``n`` monitors (the shared groups in a file of their own,
-    as ``standalone`` writes them), or the one ``baseline``'s generator writes."""
+    as ``standalone`` writes them), or the one ``baseline``'s generator writes; only the groups
+    of the kinds in ``keep``."""
     if baseline is None:
         rulefiles.write_rules(rules, [slo for slo, _ in monitors(n)])
-        return
-    subprocess.run([sys.executable, "-c", _BASELINE_WRITER, str(rules), str(n)], check=True, cwd=baseline,
-                   env={**os.environ, "PYTHONPATH": str(baseline)})
+    else:
+        subprocess.run([sys.executable, "-c", _BASELINE_WRITER, str(rules), str(n)], check=True, cwd=baseline,
+                       env={**os.environ, "PYTHONPATH": str(baseline)})
+    if keep != frozenset(GROUP_KINDS):
+        keep_groups(rules, keep)
 
 
 def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, workdir: Path,
-            baseline: Path | None = None) -> dict[str, Any]:
+            baseline: Path | None = None, keep: frozenset[str] = frozenset(GROUP_KINDS)) -> dict[str, Any]:
     ms = monitors(n)
     variant = "new" if baseline is None else "old"
     rules = workdir / f"rules-{variant}-{n}"
-    write_rules(rules, n, baseline)
+    write_rules(rules, n, baseline, keep)
     subprocess.run([PROMTOOL, "check", "rules", *map(str, sorted(rules.glob("*.yml"))[:3])], check=True,
                    capture_output=True)
     exporter = Exporter(ms)
@@ -206,6 +241,7 @@ def run_one(n: int, *, warmup: float, measure_s: float, eval_interval: str, work
     shutil.rmtree(workdir, ignore_errors=True)  # the next run's disk and page cache
     workdir.mkdir(parents=True, exist_ok=True)
     return {"variant": variant, "monitors": n, "eval_interval": eval_interval, "rules_loaded": stats["rules"],
+            "groups_kept": ",".join(k for k in GROUP_KINDS if k in keep),
             "groups": stats["groups"], "group_eval_seconds_sum": round(stats["last_duration_s"], 4),
             "rules_head_series": stats["head_series"] - control_stats["head_series"],
             "iterations_missed_share": round(stats["missed"] / max(1.0, stats["iterations"]), 4),
@@ -227,14 +263,19 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout: measure its rules too, after each of ours")
     parser.add_argument("--baseline-max", type=int, default=5000,
                         help="largest monitor count the baseline is measured at (its rules cost more)")
+    parser.add_argument("--keep", default=",".join(GROUP_KINDS),
+                        help=f"comma-separated kinds of rule groups to load, of {', '.join(GROUP_KINDS)} (default: all)")
     args = parser.parse_args()
+    keep = frozenset(k.strip() for k in args.keep.split(","))
+    if not keep or keep - set(GROUP_KINDS):
+        parser.error(f"--keep: expected kinds of {', '.join(GROUP_KINDS)}, got {args.keep!r}")
     if not shutil.which(PROMETHEUS):
         raise SystemExit(f"{PROMETHEUS} not found (bash scripts/bootstrap.sh --system installs it)")
     with tempfile.TemporaryDirectory(prefix="rules-cost-") as tmp:
         for n in (int(x) for x in args.monitors.split(",")):
             for baseline in [None, *([args.baseline] if args.baseline and n <= args.baseline_max else [])]:
                 row = run_one(n, warmup=args.warmup, measure_s=args.measure, eval_interval=args.eval,
-                              workdir=Path(tmp), baseline=baseline)
+                              workdir=Path(tmp), baseline=baseline, keep=keep)
                 print(json.dumps(row), flush=True)
                 print(f"| {row['variant']} | {n} | {row['rules_loaded']:.0f} | {row['groups']} | "
                       f"{row['rules_cores']:.3f} | {row['rules_rss_mib']:+.0f} MiB | "
