@@ -108,14 +108,17 @@ class Rest:
                         yield event
                     return
 
-    async def list(self, where: str, query: Mapping[str, str], *, chunk: int = 500) -> tuple[list[dict[str, Any]], str]:
+    async def list(self, where: str, query: Mapping[str, str], *, chunk: int = 500,
+                   keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], str]:
         """Every item of the collection ``where`` (asked for in pages of ``chunk``) and the
-        resourceVersion of the listing, to watch from."""
+        resourceVersion of the listing, to watch from; ``keep(item)`` instead of each item when
+        given, applied as each page arrives (only one page of whole objects is held at a time)."""
         items: list[dict[str, Any]] = []
         token = ""
         while True:
             page = await self.get(where, {**query, "limit": str(chunk), **({"continue": token} if token else {})})
-            items.extend(page.get("items") or ())
+            listed = page.get("items") or ()
+            items.extend(listed if keep is None else map(keep, listed))
             meta = page.get("metadata") or {}
             token = str(meta.get("continue") or "")
             if not token:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -115,14 +115,17 @@ class KubeWriter:
                 return None
             raise
 
-    async def list_our_rules(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]] | None:
-        """The PrometheusRules labelled as route-monitor's; None when the API is not installed."""
+    async def list_our_rules(self, namespaces: tuple[str, ...], *,
+                             keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                             ) -> list[dict[str, Any]] | None:
+        """The PrometheusRules labelled as route-monitor's (``keep(rule)`` of each, if given, as
+        each page arrives); None when the API is not installed."""
         self._count("list", "prometheusrules")
         out: list[dict[str, Any]] = []
         selector = {"labelSelector": f"{names.LABEL_MANAGED_BY}={names.MANAGED_BY}"}
         try:
             for ns in namespaces or (None,):
-                items, _ = await self._rest.list(PROMETHEUS_RULE.collection(ns), selector, chunk=RULES_PAGE)
+                items, _ = await self._rest.list(PROMETHEUS_RULE.collection(ns), selector, chunk=RULES_PAGE, keep=keep)
                 out.extend(items)
         except Exception as e:  # an API group not served answers 404
             if status_code(e) == 404:

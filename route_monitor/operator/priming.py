@@ -18,14 +18,16 @@ log = logging.getLogger("route_monitor.operator.supervisor")
 
 
 async def load(watches: Iterable[KindWatch], kube: KubeWriter, namespaces: tuple[str, ...], *,
-               seed: Callable[[list[dict[str, Any]]], None]) -> None:
+               seed: Callable[[list[dict[str, Any]]], None],
+               keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
     """Each watch's first list (observed as it comes, into the world), then ``seed`` the rule
-    cache with route-monitor's PrometheusRules."""
+    cache with route-monitor's PrometheusRules, ``keep(rule)`` of each as each page arrives."""
     for watch in watches:
         if not await watch.prime():
             log.warning("%s: logged once; watched for, and used once its CRD is installed",
                         _not_served(watch.api.kind))
-    rules = await until_answered("listing route-monitor's PrometheusRules", lambda: kube.list_our_rules(namespaces))
+    rules = await until_answered("listing route-monitor's PrometheusRules",
+                                 lambda: kube.list_our_rules(namespaces, keep=keep))
     if rules is not None:
         seed(rules)
 

@@ -26,6 +26,7 @@ from route_monitor.kube.writer import KubeWriter, requests_made
 from route_monitor.logs import monitor_extra
 from route_monitor.operator import priming, status
 from route_monitor.operator.credentials import OperatorCredentials
+from route_monitor.operator.outputs import rulesync
 from route_monitor.operator.reconcile import Engine, Reconciler, RetryLater
 from route_monitor.operator.replicas import vantages
 from route_monitor.operator.replicas.sharding import Shard, moved
@@ -97,7 +98,8 @@ class Supervisor:
         before any reconcile, so that a restart sees Routes and RouteMonitors together (no
         transient "Route not found" status, no needless writes); the watches then go on from
         those lists."""
-        await priming.load(watches, self._kube, self.settings.namespaces, seed=self.reconciler.rules.seed)
+        await priming.load(watches, self._kube, self.settings.namespaces, seed=self.reconciler.rules.seed,
+                           keep=rulesync.slim)
         log.info("initial state: %s", ", ".join(f"{len(objs)} {kind}" for kind, objs in self.world.objects.items()))
 
     def membership_changed(self, before: Shard, after: Shard) -> None:

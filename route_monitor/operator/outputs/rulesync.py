@@ -59,11 +59,34 @@ def _canonical(rule: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
+_SPEC_DIGEST = "specDigest"
+"""In a :func:`slim` rule, the digest of its spec in place of the spec."""
+_SLIM_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences")
+
+
+def _spec_digest(spec: object) -> bytes:
+    return hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).digest()
+
+
+def slim(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """What the start-up listing keeps of one of our rules: the metadata that :func:`matches`,
+    ownership and the write read, and its spec's digest instead of the spec. A rule is kept until
+    its monitor's owner writes it, by every replica (each owns a share): whole rules (8-18 KB of
+    JSON each, several times that in memory) made a restarted replica of three with 20,000
+    monitors take 636 MiB instead of 250."""
+    meta = rule.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in _SLIM_METADATA if k in meta},
+            _SPEC_DIGEST: _spec_digest(rule.get("spec"))}
+
+
 def matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """``existing`` already says what ``desired`` says: same spec, our labels, our owners."""
+    """``existing`` (as read, or :func:`slim`) already says what ``desired`` says: same spec, our
+    labels, our owners."""
     em, dm = existing.get("metadata") or {}, desired.get("metadata") or {}
     labels = em.get("labels") or {}
-    return (existing.get("spec") == desired.get("spec")
+    same_spec = (existing[_SPEC_DIGEST] == _spec_digest(desired.get("spec")) if _SPEC_DIGEST in existing
+                 else existing.get("spec") == desired.get("spec"))
+    return (same_spec
             and all(labels.get(k) == v for k, v in (dm.get("labels") or {}).items())
             and ownership.owner_uids(existing) >= ownership.owner_uids(desired))
 
@@ -80,20 +103,22 @@ class RuleSync:
     def __init__(self, kube: KubeWriter) -> None:
         self._kube = kube
         self._known: dict[Key, _Known] = {}
-        self._found: dict[Key, dict[str, Any]] = {}
-        """Our rules at their current names, from the start-up listing (saves a read or a write each)."""
+        self._found: dict[Key, Mapping[str, Any]] = {}
+        """Our rules at their current names, from the start-up listing, :func:`slim` (saves a read or
+        a write each)."""
         self._legacy: dict[Key, tuple[str, str]] = {}
         """Rules of earlier versions at the monitor's own name: (name, uid), deleted after migration."""
 
     def seed(self, rules: Iterable[Mapping[str, Any]]) -> None:
-        """Record the start-up listing of our PrometheusRules (selected by our label)."""
+        """Record the start-up listing of our PrometheusRules (selected by our label), whole or
+        :func:`slim` (what is kept of each)."""
         for rule in rules:
             key = _monitor_of(rule)
             if key is None or not ownership.is_ours(rule):
                 continue
             name = str((rule.get("metadata") or {}).get("name"))
             if name == names.prometheus_rule_name(key[1]):
-                self._found[key] = dict(rule)
+                self._found[key] = rule if _SPEC_DIGEST in rule else slim(rule)
             elif ownership.is_legacy_rule_of(rule, *key):
                 self._legacy[key] = (name, ownership.uid_of(rule))
 
