@@ -263,13 +263,13 @@ QUORUM_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}quorum:count"
 """Contract 12: a monitor of several vantages' quorum, recorded only for such a monitor; the shared
 groups leave the monitors carrying it to their own quorum rules (``alert_rules.quorum``)."""
 PROBES_ABSENT_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probes:absent"
+"""1 for a monitor with no probe result (counted or excluded) within 5m and no shared path down:
+what each monitor's ``RouteMonitorProbesAbsent`` reads (``alert_rules.shared``)."""
 RULES_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}rules_objective:ratio"
 """The availability objective as a monitor's own rules state it (its long-window group, every
 tile), for every monitor whose rules this Prometheus evaluates: what ``RouteMonitorProbesAbsent``
 and ``RouteMonitorOperatorDown`` expect probes for, and the objective a report shows for a monitor
 that had no probes (:data:`SLO_OBJECTIVE_RECORD` comes from the prober's series)."""
-"""1 for a monitor with no probe result (counted or excluded) within 5m and no shared path down:
-what each monitor's ``RouteMonitorProbesAbsent`` reads (``alert_rules.shared``)."""
 
 FAILING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing:bool"
 """Contract 11: 1 while the monitor is *failing* (its last two counted probes failed and at least

@@ -19,7 +19,7 @@ log = logging.getLogger("route_monitor.operator.supervisor")
 
 async def load(watches: Iterable[KindWatch], kube: KubeWriter, namespaces: tuple[str, ...], *,
                seed: Callable[[list[dict[str, Any]]], None],
-               keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+               keep: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Each watch's first list (observed as it comes, into the world), then ``seed`` the rule
     cache with route-monitor's PrometheusRules, ``keep(rule)`` of each as each page arrives."""
     for watch in watches:

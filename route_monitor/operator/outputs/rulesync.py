@@ -52,11 +52,15 @@ class _Known:
     monitor instead of the ~11 KiB rule)."""
 
 
+def _digest(value: object) -> bytes:
+    """16 bytes that tell JSON-like ``value`` apart from any other (its canonical JSON, hashed)."""
+    return hashlib.blake2b(json.dumps(value, sort_keys=True).encode(), digest_size=16).digest()
+
+
 def _canonical(rule: Mapping[str, Any]) -> bytes:
     meta = rule.get("metadata") or {}
-    text = json.dumps([rule.get("spec"), meta.get("labels") or {},
-                       sorted(str(o.get("uid")) for o in meta.get("ownerReferences") or [])], sort_keys=True)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return _digest([rule.get("spec"), meta.get("labels") or {},
+                    sorted(str(o.get("uid")) for o in meta.get("ownerReferences") or [])])
 
 
 _SPEC_DIGEST = "specDigest"
@@ -64,19 +68,16 @@ _SPEC_DIGEST = "specDigest"
 _SLIM_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences")
 
 
-def _spec_digest(spec: object) -> bytes:
-    return hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).digest()
-
-
 def slim(rule: Mapping[str, Any]) -> dict[str, Any]:
     """What the start-up listing keeps of one of our rules: the metadata that :func:`matches`,
-    ownership and the write read, and its spec's digest instead of the spec. A rule is kept until
-    its monitor's owner writes it, by every replica (each owns a share): whole rules (8-18 KB of
-    JSON each, several times that in memory) made a restarted replica of three with 20,000
-    monitors take 636 MiB instead of 250."""
+    ownership and the write read, and its spec's digest instead of the spec (a rule already slim
+    as it is). A rule is kept until its monitor's owner writes it, by every replica (each owns a
+    share): whole rules (8-18 KB of JSON each, several times that in memory) made a restarted
+    replica of three with 20,000 monitors take 636 MiB instead of 250."""
+    if _SPEC_DIGEST in rule:
+        return dict(rule)
     meta = rule.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in _SLIM_METADATA if k in meta},
-            _SPEC_DIGEST: _spec_digest(rule.get("spec"))}
+    return {"metadata": {k: meta[k] for k in _SLIM_METADATA if k in meta}, _SPEC_DIGEST: _digest(rule.get("spec"))}
 
 
 def matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
@@ -84,7 +85,7 @@ def matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
     labels, our owners."""
     em, dm = existing.get("metadata") or {}, desired.get("metadata") or {}
     labels = em.get("labels") or {}
-    same_spec = (existing[_SPEC_DIGEST] == _spec_digest(desired.get("spec")) if _SPEC_DIGEST in existing
+    same_spec = (existing[_SPEC_DIGEST] == _digest(desired.get("spec")) if _SPEC_DIGEST in existing
                  else existing.get("spec") == desired.get("spec"))
     return (same_spec
             and all(labels.get(k) == v for k, v in (dm.get("labels") or {}).items())
@@ -111,14 +112,14 @@ class RuleSync:
 
     def seed(self, rules: Iterable[Mapping[str, Any]]) -> None:
         """Record the start-up listing of our PrometheusRules (selected by our label), whole or
-        :func:`slim` (what is kept of each)."""
+        already :func:`slim` (what is kept of each)."""
         for rule in rules:
             key = _monitor_of(rule)
             if key is None or not ownership.is_ours(rule):
                 continue
             name = str((rule.get("metadata") or {}).get("name"))
             if name == names.prometheus_rule_name(key[1]):
-                self._found[key] = rule if _SPEC_DIGEST in rule else slim(rule)
+                self._found[key] = slim(rule)
             elif ownership.is_legacy_rule_of(rule, *key):
                 self._legacy[key] = (name, ownership.uid_of(rule))
 

@@ -72,4 +72,5 @@ def test_a_slim_rule_keeps_what_a_write_reads_and_is_small() -> None:
         ("route-monitor-checkout", "shop", "r-1", "42")
     assert meta["ownerReferences"] == [OWNER] and meta["labels"]["team"] == "payments"
     assert "spec" not in kept and "managedFields" not in meta
+    assert slim(kept) == kept, "a slim rule stays as it is (the listing slims each rule as it arrives)"
     assert len(repr(kept)) * 5 < len(json.dumps(stored))
