@@ -71,6 +71,9 @@ LABEL_MEMBER_NAME: Final = "member"
 # --- Contract 11: paths (shared components between the prober and the targets) ---------------
 MONITOR_PATH_INFO: Final = "route_monitor_monitor_path_info"
 """Always 1: one series per (monitor, path), exported by the monitor's owner."""
+PROBE_FAILING: Final = "route_monitor_probe_failing"
+"""The prober's verdict on the monitor (``alert_rules.failing``): 0 not failing, 1 failing, 2 failing
+by DNS errors; one series per monitor (and location), read by the shared failing records."""
 LABEL_PATH: Final = "path"
 DNS_PATH_PREFIX: Final = "dns:"
 """On a ``dns:`` path only ``dns_error`` failures make a monitor count as failing."""
@@ -273,8 +276,9 @@ that had no probes (:data:`SLO_OBJECTIVE_RECORD` comes from the prober's series)
 
 FAILING_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing:bool"
 """Contract 11: 1 while the monitor is *failing* (its last two counted probes failed and at least
-half of its probes over ``max(2 x interval, 1m)`` did); a second series with ``reason="dns_error"``
-while that holds for DNS errors alone (what counts on a ``dns:`` path). Absent otherwise."""
+half of its probes over ``max(2 x interval, 1m)`` did) from at least half of the locations probing
+it; a second series with ``reason="dns_error"`` while that holds for DNS errors (what counts on a
+``dns:`` path). Absent otherwise. From the prober's :data:`PROBE_FAILING` (``alert_rules.failing``)."""
 
 PERIOD_ERROR_RATIO_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_errors:ratio_period"
 """Failed / all probes over the monitor's whole SLO period (e.g. 30d), from hourly tiles: recorded
@@ -285,10 +289,6 @@ SLO_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_objective:ratio"
 """The availability objective as a ratio (0.999), one series per monitor (for dashboards)."""
 LATENCY_OBJECTIVE_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}latency_objective:ratio"
 SLO_PERIOD_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}slo_period:seconds"
-FAILING_WINDOW_RECORD: Final = f"{RECORD_LEVEL}:{PREFIX}probe_failing_window:seconds"
-"""The window of the monitor's failing record (``max(2 x interval, 1m)``), one series per monitor:
-which of the shared failing records computes it (``alert_rules.shared_failing``)."""
-
 
 # --- Contract 3: histogram buckets of route_monitor_probe_duration_seconds ------------------
 DEFAULT_DURATION_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

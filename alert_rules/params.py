@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alert_rules import names, path_rules, promql
+from alert_rules import names, promql
 from alert_rules.model import Objective
 
 METRICS = (names.SLO_OBJECTIVE, names.SLO_PERIOD, names.PROBE_INTERVAL, names.LATENCY_OBJECTIVE)
@@ -39,11 +39,7 @@ def _copy(record: str, metric: str) -> dict[str, Any]:
 
 def copy_rules() -> list[dict[str, Any]]:
     """The records every other rule reads, from the engine's series (one per location probing a
-    monitor: the same values, so ``max``); the failing window from the interval
-    (``max(2 x interval, 1m)``, as :func:`alert_rules.path_rules.failing_window_ms`)."""
-    window = (f"clamp_min(2 * {promql.by_monitor_max(names.PROBE_INTERVAL)}, "
-              f"{path_rules.FAILING_MIN_WINDOW_MS // 1000})")
+    monitor: the same values, so ``max``)."""
     return [_copy(names.SLO_OBJECTIVE_RECORD, names.SLO_OBJECTIVE),
             _copy(names.SLO_PERIOD_RECORD, names.SLO_PERIOD),
-            _copy(names.LATENCY_OBJECTIVE_RECORD, names.LATENCY_OBJECTIVE),
-            {"record": names.FAILING_WINDOW_RECORD, "expr": window}]
+            _copy(names.LATENCY_OBJECTIVE_RECORD, names.LATENCY_OBJECTIVE)]

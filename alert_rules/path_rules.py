@@ -1,16 +1,14 @@
 """Contract 11: one page per failed shared component (a router shard, a Gateway, the DNS), not
 one per monitor behind it.
 
-Per monitor (computed for every monitor at once by the shared group for the usual probe intervals,
-``alert_rules.shared_failing``; in the monitor's own fast group when it is probed less often):
+Per monitor (recorded for every monitor at once by the shared group, ``alert_rules.shared_failing``):
 
-- ``namespace_monitor:route_monitor_probe_failing:bool``: the monitor is *failing*: at least half
-  of its probes over ``W = max(2 x interval, 1m)`` failed, and at least two failed probes were
-  counted (scrapes that saw the failure counter rise) over ``2 x W`` (over ``W`` alone, a 30s
-  scrape sees at most one rise in a 1m window); with the ratio over ``W`` holding only about two
-  probes, that is its last two. A second series ``reason="dns_error"`` when DNS errors are at least
-  half of ``W``'s probes too: only those count on a ``dns:`` path, and they count on no other (a
-  probe that cannot resolve never reached a router: a DNS outage is one incident, for the DNS);
+- ``namespace_monitor:route_monitor_probe_failing:bool``: the monitor is *failing*: its last two
+  counted probes failed and at least half of its probes over ``W = max(2 x interval, 1m)`` did, as
+  the prober decides and exports it (``alert_rules.failing``). A second series
+  ``reason="dns_error"`` when DNS errors are at least half of ``W``'s probes too: only those count
+  on a ``dns:`` path, and they count on no other (a probe that cannot resolve never reached a
+  router: a DNS outage is one incident, for the DNS);
 - ``namespace_monitor_path:route_monitor_probe_failing:bool``: one series per path on which it
   counts as failing (``alert_rules.path_verdict``);
 - its alerts (pages, tickets, ``ProbesAbsent``) exclude the monitor while one of its paths is
@@ -44,12 +42,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from alert_rules import durations, names, path_verdict, promql
+from alert_rules import durations, failing, names, path_verdict, promql
 from alert_rules.model import MonitorSLO
 
-FAILING_MIN_WINDOW_MS = 60_000
-FAILING_RATIO = Decimal("0.5")
-FAILING_MIN_PROBES = 2
 FLAP_WINDOW = "1h"
 FLAP_CHANGES = 3
 """Down, up, down again within :data:`FLAP_WINDOW`: the path flaps."""
@@ -58,51 +53,17 @@ _INFO = names.MONITOR_PATH_INFO
 _DOWN = names.PATH_DOWN_RECORD
 
 
-def failing_window_ms(interval_ms: int) -> int:
-    return max(2 * interval_ms, FAILING_MIN_WINDOW_MS)
-
-
 def settle_ms(interval_ms: int, evaluation_ms: int) -> int:
     """How long a per-monitor page waits (``for:``) so that a shared outage is seen first: a
     monitor is seen failing up to ``max(interval, 30s)`` after its burn alert can hold (half of the
     failing window: a burn needs only two failures), the other monitors behind the path up to one
     probe interval later, and their failing series reach the monitor's group one evaluation later
     (their groups may run after it: ``alert_rules.path_verdict``)."""
-    return max(interval_ms, FAILING_MIN_WINDOW_MS // 2, evaluation_ms) + evaluation_ms
+    return max(interval_ms, failing.MIN_WINDOW_MS // 2, evaluation_ms) + evaluation_ms
 
 
 def _sel(slo: MonitorSLO, metric: str, *extra: tuple[str, str]) -> str:
     return promql.selector(metric, promql.monitor_matchers(slo.namespace, slo.name, *extra))
-
-
-def failing_parts(matchers: tuple[tuple[str, str], ...], window_ms: int) -> tuple[str, str]:
-    """The failing condition (see the module docstring) with a failing window of ``window_ms`` for
-    the monitors ``matchers`` select (one monitor, or all of them), and the condition that DNS
-    errors are at least half of the window's probes (what makes a failing monitor fail by DNS)."""
-    def sel(metric: str, *extra: tuple[str, str]) -> str:
-        return promql.selector(metric, (*matchers, *extra))
-
-    w = durations.format_ms(window_ms)
-    failed = sel(names.PROBES_TOTAL, (names.LABEL_RESULT, names.RESULT_FAILURE))
-    every = promql.by_monitor(promql.increase(sel(names.PROBES_TOTAL), w))
-    dns = sel(names.PROBE_FAILURES_TOTAL, (names.LABEL_REASON, names.REASON_DNS_ERROR))
-    counted = durations.format_ms(2 * window_ms)
-    any_failing = promql.failing(promql.by_monitor(promql.counted_increases(failed, counted)),
-                                 promql.by_monitor(promql.increase(failed, w)), every, FAILING_RATIO,
-                                 FAILING_MIN_PROBES)
-    dns_share = f"{promql.by_monitor(promql.increase(dns, w))}\n/\n{every}\n>= {promql.number(FAILING_RATIO)}"
-    return f"group by ({promql.BY_MONITOR}) {any_failing}", f"(\n{dns_share}\n)"
-
-
-def failing_expr(slo: MonitorSLO) -> str:
-    """The monitor's own failing record (see the module docstring): both series in one rule."""
-    one, dns = failing_parts(promql.monitor_matchers(slo.namespace, slo.name), failing_window_ms(slo.interval_ms))
-    return promql.with_reason(one, dns, names.REASON_DNS_ERROR)
-
-
-def failing_record(slo: MonitorSLO) -> dict[str, Any]:
-    return {"record": names.FAILING_RECORD, "expr": failing_expr(slo),
-            "labels": {names.LABEL_NAMESPACE: slo.namespace, names.LABEL_MONITOR: slo.name}}
 
 
 def unless_path_down(slo: MonitorSLO, expr: str, window: str, *, seen_here: bool = False) -> str:

@@ -18,9 +18,7 @@ about one shared outage in three. So:
   (:data:`~alert_rules.names.PATH_DOWN_THRESHOLD_RECORD`, ``max(K, ceil(F x monitors))``, from the
   path group: it changes only when monitors come or go), so the page it feeds (read one
   evaluation later at most) sees one consistent verdict; a latency page, in the monitor's own
-  group, counts the same series, which reach it at most one evaluation late (a monitor probed
-  less often than once a minute records its failing series in its own group: they reach the shared
-  group one evaluation late at most);
+  group, counts the same series, which reach it at most one evaluation late;
 - the path group counts the same series, so ``SharedPathDown`` and the exclusion agree.
 
 What it costs: one rule for every monitor (the per-path record), and the availability verdict

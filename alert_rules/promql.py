@@ -177,17 +177,6 @@ def count_over(sel: str, window: str) -> str:
 BY_MONITOR_PATH = f"{BY_MONITOR}, {names.LABEL_PATH}"
 
 
-def failing(failed_count: str, failed_rate: str, all_rate: str, ratio: Decimal, count: int) -> str:
-    """At least ``count`` failed probes counted and a failure ratio of at least ``ratio`` (per monitor)."""
-    return f"(\n{failed_count} >= {count}\nand on ({BY_MONITOR})\n{failed_rate}\n/\n{all_rate}\n>= {number(ratio)}\n)"
-
-
-def with_reason(expr: str, also: str, reason: str) -> str:
-    """``expr``, plus its series that also satisfy ``also`` again labelled ``reason="..."``."""
-    return (f"{expr}\nor\nlabel_replace(\n{expr}\nand on ({BY_MONITOR})\n{also},\n"
-            f'"{names.LABEL_REASON}", {string_literal(reason)}, "", ""\n)')
-
-
 def monitor_paths(info_sel: str) -> str:
     """One series per (monitor, path), whichever replica exported it (a takeover may show two)."""
     return f"max by ({BY_MONITOR_PATH}) ({info_sel})"

@@ -6,9 +6,7 @@ guards' counts) is recorded once for every monitor by the shared groups
 
 ``route-monitor/<namespace>/<name>`` (the global evaluation interval, e.g. 30s)
     What must be fresh at every evaluation and depends on the monitor: the 1h/5m pages (what
-    pages on a hard outage, within about a minute of the budget math allowing it), the failing
-    record of shared-path detection when the monitor is probed less often than once a minute (the shared
-    group computes the others': ``alert_rules.shared_failing``), for a monitor of several vantages
+    pages on a hard outage, within about a minute of the budget math allowing it), for a monitor of several vantages
     its ratios and error tiles under the quorum with the marker that keeps the shared groups off
     them, and
     ``RouteMonitorPartiallyUnreachable`` (``alert_rules.quorum``). Every rule here is evaluated
@@ -21,8 +19,8 @@ guards' counts) is recorded once for every monitor by the shared groups
     5m ratio is 0/0 or gone, or no probe series at all, for 5m: a warning, 10 to 15 minutes after
     the last probe, that need not cost an evaluation every 30 seconds), ``RouteMonitorRulesIncomplete``
     (the shared groups are missing: ``for: 10m``), and the marker that the monitor's rules are
-    loaded (what ``RouteMonitorProbesAbsent`` expects probes for). Its objective, period and
-    failing window are not rules: the engine exports them beside its probes
+    loaded (what ``RouteMonitorProbesAbsent`` expects probes for). Its objective and period
+    are not rules: the engine exports them beside its probes
     (``alert_rules.params``) and the shared group records them for every monitor. A test or demo
     stack may shorten the tile (``alert_rules.tiles``: ``30s`` records and sums 30-second tiles every 30
     seconds, with the same windows and thresholds); record names carry the tile.
@@ -66,7 +64,6 @@ from alert_rules import (
     promql,
     quorum,
     shared,
-    shared_failing,
     shared_period,
     tiles,
 )
@@ -150,8 +147,6 @@ def _alert_expr(slo: MonitorSLO, sli: SLI, w: AlertWindow, tile: str, windows: t
 
 def _fast_group(slo: MonitorSLO, windows: tuple[AlertWindow, ...]) -> dict[str, Any]:
     rules = quorum.ratio_rules(slo, shared.FAST_WINDOWS, tile_of(slo))
-    if not shared_failing.shares_failing(slo):
-        rules.append(path_rules.failing_record(slo))
     rules += quorum.alert_rules(slo)
     for sli in slis(slo):
         rules += [_burn(slo, sli, w, tile_of(slo), windows) for w in windows if is_fast(w)]

@@ -149,7 +149,7 @@ def probes_absent(tile_ms: int) -> str:
 def _fast_group(tile_ms: int) -> dict[str, Any]:
     a, lat = _AVAILABILITY, _LATENCY
     rules = params.copy_rules()  # first: every rule below reads the thresholds
-    rules += shared_failing.failing_rules(tile_ms)  # then: the burning records below read them
+    rules += shared_failing.failing_rules()  # then: the burning records below read them
     rules += [_record(a.ratio_record(w), _one_vantage(a.ratio_from_counters(w))) for w in FAST_WINDOWS]
     rules += [_record(lat.ratio_record(w), lat.ratio_from_counters(w)) for w in FAST_WINDOWS]
     for sli in (a, lat):

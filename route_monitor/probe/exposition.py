@@ -37,8 +37,9 @@ def _family(name: str, kind: str, help_text: str) -> list[str]:
     return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
 
 
-def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[str, str]) -> str:
-    """The text of the per-monitor families (and the in-flight gauge unless ``in_flight`` is None)."""
+def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[str, str], now: float) -> str:
+    """The text of the per-monitor families (and the in-flight gauge unless ``in_flight`` is None);
+    ``now``: wall-clock seconds, when the failing verdict is read."""
     probes = _family(names.PROBES_TOTAL, "counter", helps[names.PROBES_TOTAL])
     failures = _family(names.PROBE_FAILURES_TOTAL, "counter", helps[names.PROBE_FAILURES_TOTAL])
     duration = _family(names.PROBE_DURATION_SECONDS, "histogram", helps[names.PROBE_DURATION_SECONDS])
@@ -54,6 +55,7 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
     status = _family(names.PROBE_HTTP_STATUS_CODE, "gauge", helps[names.PROBE_HTTP_STATUS_CODE])
     pd = names.PROBE_PHASE_DURATION_SECONDS
     path_info = _family(names.MONITOR_PATH_INFO, "gauge", helps[names.MONITOR_PATH_INFO])
+    failing = _family(names.PROBE_FAILING, "gauge", helps[names.PROBE_FAILING])
     p, f, bucket = names.PROBES_TOTAL, names.PROBE_FAILURES_TOTAL, names.PROBE_DURATION_SECONDS + "_bucket"
     for s in series:
         ident = s.ident
@@ -90,8 +92,9 @@ def render(series: Iterable[MonitorSeries], in_flight: int | None, helps: dict[s
             status.append(f"{names.PROBE_HTTP_STATUS_CODE}{{{ident}}} {s.status_code}.0")
         for path in s.info.paths:  # paths match a pattern that needs no escape
             path_info.append(f'{names.MONITOR_PATH_INFO}{{{ident},{names.LABEL_PATH}="{path}"}} 1.0')
+        failing.append(f"{names.PROBE_FAILING}{{{ident}}} {s.failing(now)}.0")
     flight = [] if in_flight is None else [*_family(names.PROBES_IN_FLIGHT, "gauge", helps[names.PROBES_IN_FLIGHT]),
                                            f"{names.PROBES_IN_FLIGHT} {_n(in_flight)}"]
     param_lines = [line for family in params.values() for line in family]
     return "\n".join([*probes, *failures, *duration, *fast, *param_lines, *success, *expiry, *info, *excluded,
-                      *maintenance, *warming, *phase_family, *status, *path_info, *flight]) + "\n"
+                      *maintenance, *warming, *phase_family, *status, *path_info, *failing, *flight]) + "\n"

@@ -14,11 +14,11 @@ thresholds carry different ``le`` sets, which Prometheus handles per series.
 ``route_monitor_probe_failures_total`` series appear on a reason's first failure (pre-creating
 all eleven reasons per monitor would multiply series for no SLO benefit: the SLO uses
 ``route_monitor_probes_total``, whose ``success`` and ``failure`` series both exist at 0 from
-the moment a monitor is added), except ``dns_error`` of a monitor whose host is a name: the
-shared-path rules compare its increase with the failure counter's to tell a DNS outage from a
-router's, and a series born at its first failure shows a smaller increase than one that was at 0
-before, for a whole window (the DNS outage's monitors then counted, for a few evaluations at its
-start and end, as failing for something else: their router shard was seen down).
+the moment a monitor is added), except ``dns_error`` of a monitor whose host is a name: a series
+born at its first failure shows a smaller ``increase()`` than one that was at 0 before, for a whole
+window, and a DNS outage is what dashboards and runbooks compare across monitors.
+``route_monitor_probe_failing`` is the prober's own verdict of Contract 11 (``alert_rules.failing``),
+read at scrape time from the monitor's last counted results (:meth:`MonitorSeries.failing`).
 ``probe_success`` appears after the first probe, the certificate expiry after the first TLS
 handshake, and keeps its last value while the monitor's URL does not change (so the expiry
 alert does not resolve because the target went down).
@@ -34,13 +34,15 @@ import asyncio
 import bisect
 import platform
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from alert_rules import failing as slo_failing
 from alert_rules import names
 from alert_rules import params as slo_params
 from route_monitor import __version__
@@ -69,6 +71,9 @@ HELP = {
     names.PROBE_PHASE_DURATION_SECONDS: "The last probe's seconds in each phase, summed over its redirects",
     names.PROBE_HTTP_STATUS_CODE: "Status code of the last probe's last response (0: none came)",
     names.MONITOR_PATH_INFO: "A shared component between the prober and the monitor's target (always 1)",
+    names.PROBE_FAILING: "1 while the monitor is failing (its last two counted probes failed, and at least half of "
+                         "those over twice the interval, at least 1m), 2 when DNS errors are at least half of them, "
+                         "else 0",
 }
 
 
@@ -119,9 +124,9 @@ class MonitorSeries:
     """The live series of one monitor. Mutated only on the event loop; a scrape (possibly in
     another thread) reads each attribute once, so it always sees a consistent histogram."""
 
-    __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels", "key",
-                 "last_success", "maintenance", "param_lines", "params", "phases", "status_code", "success",
-                 "warming_up")
+    __slots__ = ("by_reason", "cert_not_after", "excluded", "failure", "hist", "ident", "info", "info_labels",
+                 "interval_ms", "key", "last_success", "maintenance", "param_lines", "params", "phases", "recent",
+                 "status_code", "success", "warming_up")
 
     def __init__(self, key: tuple[str, str], info: TargetInfo, bounds: tuple[float, ...], location: str = "",
                  threshold_seconds: float | None = None) -> None:
@@ -148,10 +153,17 @@ class MonitorSeries:
         """The last probe's seconds per ``names.PHASES`` (after the first probe)."""
         self.status_code: int | None = None
         """The last probe's last status, 0 when no response came (after the first probe)."""
+        self.recent: list[tuple[float, int]] = []
+        """The counted probes the failing verdict still reads: ``(timestamp, alert_rules.failing code)``."""
+        self.interval_ms = slo_failing.MIN_WINDOW_MS // 2
+        """The probe interval, from the params (the failing window follows it)."""
 
     def set_params(self, params: tuple[tuple[str, float], ...]) -> None:
         if params != self.params:
             self.params = params
+            interval = dict(params).get(names.PROBE_INTERVAL)
+            if interval is not None:
+                self.interval_ms = round(interval * 1000)
             self.param_lines = tuple((name, f"{name}{{{self.ident}}} {exposition.floatToGoString(value)}")
                                      for name, value in params)
 
@@ -168,6 +180,17 @@ class MonitorSeries:
         if result.cert_not_after is not None:
             self.cert_not_after = result.cert_not_after
 
+    def failing(self, now: float) -> int:
+        """Contract 11's verdict at ``now`` (wall-clock seconds): ``alert_rules.failing``'s gauge value."""
+        return slo_failing.verdict(self.recent, now, self.interval_ms)
+
+    def _remember(self, timestamp: float, code: int) -> None:
+        recent = self.recent
+        recent.append((timestamp, code))
+        since = slo_failing.keep_since(timestamp, self.interval_ms)
+        while len(recent) > slo_failing.MIN_PROBES and recent[0][0] <= since:
+            del recent[0]
+
     def record(self, result: ProbeResult) -> None:
         self._last(result)
         if result.success:
@@ -181,6 +204,8 @@ class MonitorSeries:
             self.last_success = 0
             reason = result.reason or FailureReason.OTHER
             self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        self._remember(result.timestamp, slo_failing.PASSED if result.success else
+                       slo_failing.DNS_FAILED if result.reason is FailureReason.DNS_ERROR else slo_failing.FAILED)
 
     def record_excluded(self, result: ProbeResult, why: Exclusion) -> None:
         """A result that does not count: only the excluded counter, the last result and the certificate."""
@@ -190,8 +215,11 @@ class MonitorSeries:
 
 
 class ProbeMetrics:
-    def __init__(self, registry: CollectorRegistry, *, location: str = "") -> None:
+    def __init__(self, registry: CollectorRegistry, *, location: str = "",
+                 clock: Callable[[], float] = time.time) -> None:
         self._series: dict[tuple[str, str], MonitorSeries] = {}
+        self.clock = clock
+        """Wall-clock seconds, as the probes' timestamps: when a scrape reads the failing verdict."""
         self.location = location
         """Contract 12: the ``location`` label of every per-monitor series (empty: no such label,
         ``standalone`` without ``--location``)."""
@@ -256,13 +284,13 @@ class ProbeMetrics:
             rest = generate_latest(self._registry)
         finally:
             self._collector.skip.active = False
-        return rest + exposition.render(self.series(), self.in_flight, HELP).encode()
+        return rest + exposition.render(self.series(), self.in_flight, HELP, self.clock()).encode()
 
     def exposition_of(self, namespace: str) -> bytes:
         """Only the series of ``namespace``'s monitors (``/metrics?namespace=NS``), nothing of the
         operator's own health: what a Prometheus that enforces the scraping object's namespace
         (user-workload monitoring) may keep for that namespace."""
-        return exposition.render([s for s in self.series() if s.key[0] == namespace], None, HELP).encode()
+        return exposition.render([s for s in self.series() if s.key[0] == namespace], None, HELP, self.clock()).encode()
 
 
 class _Collector:
@@ -301,6 +329,8 @@ class _Collector:
         status = GaugeMetricFamily(names.PROBE_HTTP_STATUS_CODE, HELP[names.PROBE_HTTP_STATUS_CODE], labels=ident)
         path_info = GaugeMetricFamily(names.MONITOR_PATH_INFO, HELP[names.MONITOR_PATH_INFO],
                                       labels=[*ident, names.LABEL_PATH])
+        failing = GaugeMetricFamily(names.PROBE_FAILING, HELP[names.PROBE_FAILING], labels=ident)
+        now = self._m.clock()
         in_flight = GaugeMetricFamily(names.PROBES_IN_FLIGHT, HELP[names.PROBES_IN_FLIGHT])
         in_flight.add_metric([], self._m.in_flight)
         for s in all_series:
@@ -337,6 +367,6 @@ class _Collector:
                 status.add_metric(idv, s.status_code)
             for path in s.info.paths:
                 path_info.add_metric([*idv, path], 1)
+            failing.add_metric(idv, s.failing(now))
         yield from (probes, failures, duration, fast, *params.values(), success, expiry, info, excluded, maintenance,
-                    warming, phases, status,
-                    path_info, in_flight)
+                    warming, phases, status, path_info, failing, in_flight)

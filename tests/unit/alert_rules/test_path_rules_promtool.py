@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from alert_rules import names
+from alert_rules import failing, names
 from alert_rules.fixtures import eval_order
 from alert_rules.model import MonitorSLO, Objective
 from alert_rules.path_rules import PathAlerting, path_rule_groups
@@ -62,7 +62,11 @@ def _values(samples: Iterable[str | None]) -> str:
 
 
 def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dict[str, str]]:
+    """The series the prober exports for ``outcomes``: its counters, its paths and its failing
+    verdict (``alert_rules.failing``, computed from the same probes as the prober computes it)."""
     ok = bad = dns = 0
+    history: list[tuple[float, int]] = []
+    verdicts: list[str | None] = []
     success: list[str | None] = []
     failure: list[str | None] = []
     reasons: dict[str, list[str | None]] = {"connection_refused": [], "dns_error": []}
@@ -70,8 +74,9 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
     first_failure: dict[str, bool] = {"connection_refused": False, "dns_error": False}
     for c in outcomes:
         if c == ".":
-            for lst in (success, failure, info, *reasons.values()):
+            for lst in (success, failure, info, verdicts, *reasons.values()):
                 lst.append(None)
+            history.clear()  # a monitor that comes back starts afresh, as a new series does
             continue
         ok += c == "S"
         bad += c in "FD"
@@ -79,6 +84,9 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
         reason = "dns_error" if c == "D" else "connection_refused"
         if c in "FD":
             first_failure[reason] = True
+        now = len(success) * STEP_S
+        history.append((now, failing.DNS_FAILED if c == "D" else failing.FAILED if c == "F" else failing.PASSED))
+        verdicts.append(str(failing.verdict(history, now, STEP_S * 1000)))
         success.append(str(ok))
         failure.append(str(bad))
         info.append("1")
@@ -93,6 +101,7 @@ def monitor_series(name: str, paths: tuple[str, ...], outcomes: str) -> list[dic
             out.append({"series": f'{names.PROBE_FAILURES_TOTAL}{{{ident},reason="{r}"}}', "values": _values(lst)})
     for p in paths:
         out.append({"series": f'{names.MONITOR_PATH_INFO}{{{ident},path="{p}"}}', "values": _values(info)})
+    out.append({"series": f"{names.PROBE_FAILING}{{{ident}}}", "values": _values(verdicts)})
     return out
 
 

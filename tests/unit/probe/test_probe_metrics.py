@@ -138,7 +138,7 @@ def samples(text: bytes) -> list[tuple[str, tuple[tuple[str, str], ...], float]]
 
 def test_fast_exposition_matches_client_python() -> None:
     registry = CollectorRegistry()
-    metrics = ProbeMetrics(registry)
+    metrics = ProbeMetrics(registry, clock=lambda: 1.0)  # the probes' timestamps are 0: within every window
     metrics.in_flight = 3
     metrics.schedule_lag.observe(0.002)
     for i, (threshold, url) in enumerate([(None, "http://a/"), (0.3, 'http://b/?q="x"\\y'), (1.0, "https://c/\n")]):
@@ -159,6 +159,8 @@ def test_fast_exposition_matches_client_python() -> None:
     assert fast.count(b"# TYPE route_monitor_probes_total counter") == 1
     assert b'route_monitor_probes_excluded_total{namespace="ns",monitor="m2",reason="paused"} 1.0' in fast
     assert b'route_monitor_maintenance{namespace="other",monitor="fresh"} 0.0' in fast
+    assert b'route_monitor_probe_failing{namespace="ns",monitor="m2"} 1.0' in fast  # its last 8 probes failed
+    assert b'route_monitor_probe_failing{namespace="other",monitor="fresh"} 0.0' in fast
 
 
 def test_the_last_probes_phases_status_and_warm_up_as_blackbox_exporter_shows_them() -> None:
