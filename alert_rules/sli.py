@@ -91,9 +91,13 @@ class SLI:
         return promql.one_minus_ratio(promql.by_monitor(promql.rate(self.fast_probes, window)), total)
 
     def bad_count_from_counters(self, window: str) -> str:
-        failed = promql.by_monitor(promql.counted_increases(self.failed_probes, window))
+        """Bad probes counted within ``window`` (scrapes that saw them). Latency's reads the failed
+        probes' count from availability's record of the same window, which its group records just
+        before it (a group's rules run in order, each reading what the ones before wrote at that
+        evaluation): the same count, not computed twice."""
         if self.kind == "availability":
-            return failed
+            return promql.by_monitor(promql.counted_increases(self.failed_probes, window))
+        failed = self.record_sel(names.error_count_record(window))
         # scrapes where a success was counted but no fast one: only-slow successes (never more)
         slow = promql.by_monitor(promql.counted_increases(self.successful_probes, window))
         fast = promql.by_monitor(promql.counted_increases(self.fast_probes, window))

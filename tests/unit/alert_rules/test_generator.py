@@ -141,7 +141,7 @@ def test_every_raw_read_is_aggregated_by_monitor_and_at_most_an_hour() -> None:
                 # the path info is per (monitor, path): aggregated by both (whichever replica exported it)
                 by_monitor = ("sum by (namespace, monitor)", f"max by (namespace, monitor, path) ({names.MONITOR_PATH_INFO}{{")
                 assert any(agg in rule["expr"] for agg in by_monitor), rule
-    assert reads >= 15, "no raw read of the probe series found: the pattern no longer matches the rules"
+    assert reads >= 10, "no raw read of the probe series found: the pattern no longer matches the rules"
 
 
 def test_long_windows_come_from_tiles_in_a_shared_5m_group_the_fast_groups_never_read() -> None:
