@@ -181,8 +181,9 @@ class MonitorSeries:
             self.cert_not_after = result.cert_not_after
 
     def failing(self, now: float) -> int:
-        """Contract 11's verdict at ``now`` (wall-clock seconds): ``alert_rules.failing``'s gauge value."""
-        return slo_failing.verdict(self.recent, now, self.interval_ms)
+        """Contract 11's verdict at ``now`` (wall-clock seconds): ``alert_rules.failing``'s gauge value
+        (from a copy of the history: a scrape thread reads it while the event loop trims it)."""
+        return slo_failing.verdict(tuple(self.recent), now, self.interval_ms)
 
     def _remember(self, timestamp: float, code: int) -> None:
         recent = self.recent
