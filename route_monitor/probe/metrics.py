@@ -182,7 +182,12 @@ class MonitorSeries:
 
     def failing(self, now: float) -> int:
         """Contract 11's verdict at ``now`` (wall-clock seconds): ``alert_rules.failing``'s gauge value
-        (from a copy of the history: a scrape thread reads it while the event loop trims it)."""
+        (from a copy of the history: a scrape thread reads it while the event loop trims it). A
+        monitor whose last counted probe passed is not failing: that answer, the usual one, costs a
+        scrape no copy and no count."""
+        last = self.recent[-1:]
+        if not last or last[0][1] == slo_failing.PASSED:
+            return slo_failing.OK
         return slo_failing.verdict(tuple(self.recent), now, self.interval_ms)
 
     def _remember(self, timestamp: float, code: int) -> None:
